@@ -1,0 +1,28 @@
+// The `banyan` tool's subcommands. Each subcommand lives in its own file and
+// is listed in Commands() (command.cc); main.cc only dispatches.
+#ifndef BANYAN_SDK_CLI_COMMAND_H_
+#define BANYAN_SDK_CLI_COMMAND_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace banyan::cli {
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;  // one line for `banyan help`
+  // Runs with the arguments after the subcommand name; writes to stdout.
+  absl::Status (*run)(const std::vector<std::string>& args);
+};
+
+// Every subcommand, in the order `banyan help` lists them.
+const std::vector<Command>& Commands();
+
+absl::Status RunInfo(const std::vector<std::string>& args);
+
+}  // namespace banyan::cli
+
+#endif  // BANYAN_SDK_CLI_COMMAND_H_
