@@ -43,6 +43,8 @@ function(banyan_test name)
   cmake_parse_arguments(ARG "GPU" "TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE BANYAN_ASSETS_DIR="${BANYAN_ASSETS_DIR}"
+                                             BANYAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   banyan_apply_common(${name})
   set(labels ${ARG_LABELS})
   if(ARG_GPU)
