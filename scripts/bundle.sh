@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds the relocatable GPU bundle: every GPU test and benchmark (and the banyan tool)
+# with Abseil, Protobuf, Lua and cudart linked statically, RPATH $ORIGIN/../lib
+# (DT_RPATH via --disable-new-dtags) and the few remaining non-CUDA shared libraries
+# copied into lib/. cuBLAS and NCCL come from the GPU machine itself.
+#
+#   bash scripts/bundle.sh [out-dir]       # default: bundle/ (git-ignored)
+#   then, with the device tool:  run(command="bundle/bin/device_check.sh", carry=["bundle"])
+#
+# Environment: BANYAN_CUDA_ARCHS (default "90a-real;90"), BANYAN_BUNDLE_TARGETS (default all).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-bundle}
+BUILD=build-bundle
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBANYAN_STATIC_DEPS=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="${BANYAN_CUDA_ARCHS:-90a-real;90}" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
+ninja -C "$BUILD" -j "$(nproc)" ${BANYAN_BUNDLE_TARGETS:-}
+rm -rf "$OUT"
+cmake --install "$BUILD" --prefix "$OUT" --strip >/dev/null
+mkdir -p "$OUT/lib"
+# Copy every shared library the binaries need that is neither glibc/libstdc++ nor CUDA's
+# own (the device machine has those, in matching versions).
+for bin in "$OUT"/bin/*; do
+  [ -x "$bin" ] && file "$bin" | grep -q ELF || continue
+  ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|libgcc_s.so*|libstdc++.so*|ld-linux*) ;;
+      libcuda.so*|libcublas*|libcublasLt*|libnccl*|libcudart*) ;;
+      *) cp -Lu "$lib" "$OUT/lib/" ;;
+    esac
+  done
+done
+# Record what the bundle was built from.
+git rev-parse HEAD > "$OUT/share/banyan/commit.txt" 2>/dev/null || true
+du -sh "$OUT" | awk '{print "[bundle] " $1 " in '"$OUT"'"}'
+ls "$OUT/lib"
