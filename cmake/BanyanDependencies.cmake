@@ -6,10 +6,7 @@
 find_package(absl CONFIG REQUIRED)
 if(BANYAN_STATIC_DEPS)
   # Debian's imported targets name the .so files; re-point each to the .a shipped beside it.
-  get_property(_absl_targets DIRECTORY ${absl_DIR} PROPERTY IMPORTED_TARGETS)
-  if(NOT _absl_targets)
-    get_property(_absl_targets DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY IMPORTED_TARGETS)
-  endif()
+  get_property(_absl_targets DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY IMPORTED_TARGETS)
   foreach(_t IN LISTS _absl_targets)
     if(NOT _t MATCHES "^absl::")
       continue()

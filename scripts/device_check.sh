@@ -25,10 +25,10 @@ failed=0
 if [ "$mode" != bench ]; then
   while read -r t; do
     [ -n "$t" ] && [[ "$t" =~ $filter ]] || continue
-    start=$(date +%s.%N)
+    start=$(date +%s%N)
     "$HERE/$t" --gtest_color=no > "$LOGS/$t.log" 2>&1
     rc=$?
-    secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+    secs=$(( ($(date +%s%N) - start) / 1000000000 ))
     passed=$(grep -oP '\[  PASSED  \] \K[0-9]+' "$LOGS/$t.log" | tail -1)
     skipped=$(grep -oP '\[  SKIPPED \] \K[0-9]+' "$LOGS/$t.log" | tail -1)
     nfail=$(grep -oP '\[  FAILED  \] \K[0-9]+(?= test)' "$LOGS/$t.log" | tail -1)
@@ -41,8 +41,11 @@ if [ "$mode" != tests ]; then
   while read -r b; do
     [ -n "$b" ] && [[ "$b" =~ $filter ]] || continue
     "$HERE/$b" --benchmark_counters_tabular=true --benchmark_out="$LOGS/$b.json" \
-      --benchmark_out_format=json 2>&1 | tee "$LOGS/$b.log" | grep -vE '^\*\*\*|^-+$' | tail -40
-    summary+=("$(printf '%-28s %-6s (see %s.json)' "$b" "$([ "${PIPESTATUS[0]}" -eq 0 ] && echo OK || echo FAIL)" "$b")")
+      --benchmark_out_format=json > "$LOGS/$b.log" 2>&1
+    rcb=$?
+    grep -vE '^\*\*\*|^-+$' "$LOGS/$b.log" | tail -40
+    [ $rcb -ne 0 ] && failed=1
+    summary+=("$(printf '%-28s %-6s (see %s.json)' "$b" "$([ $rcb -eq 0 ] && echo OK || echo FAIL)" "$b")")
   done < "$ROOT/share/banyan/gpu_benches.txt"
 fi
 echo
