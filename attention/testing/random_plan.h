@@ -1,0 +1,98 @@
+// Test and benchmark utilities: random trees turned into AttentionPlans, and
+// random KV pools / queries in the layout kv_layout.h describes. attention/
+// knows nothing about kv_tree; these builders stand in for its plan builder
+// (same contract: attention_plan.h) so that kernels can be tested on their own.
+//
+//   Rng rng(7);
+//   TreePlan tp = MakeRandomTreePlan({.levels = 3, .leaves = 100}, rng);
+//   AttentionProblem p = MakeProblem(tp, {.num_kv_heads = 2, .num_q_heads = 8}, rng);
+//
+// Not thread-safe (uses the caller's Rng); results are deterministic per seed.
+#ifndef BANYAN_ATTENTION_TESTING_RANDOM_PLAN_H_
+#define BANYAN_ATTENTION_TESTING_RANDOM_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "attention/attention_args.h"
+#include "attention/attention_plan.h"
+#include "sdk/base/rng.h"
+#include "sdk/base/tensor_view.h"
+
+namespace banyan::attention::testing {
+
+// One tree node: its parent (-1 for a root) and its token count (>= 1).
+struct TreeNode {
+  int32_t parent = -1;
+  int32_t length = 1;
+};
+
+struct TreePlan {
+  AttentionPlan plan;
+  int64_t num_pages = 0;  // pages the pool needs (ids are < num_pages)
+  // Per query row: the segments it reads, root first (the leaf's path).
+  std::vector<std::vector<int32_t>> row_path;
+};
+
+struct PlanOptions {
+  int32_t page_size = 16;
+  // Decode: one query row per leaf. Prefill: every token of a leaf node is a
+  // query row, causal inside the leaf and full over its ancestors.
+  bool prefill = false;
+  bool random_first_slot = true;  // segments start at random slots (shared partial pages)
+  bool shuffle_pages = true;      // page ids scattered over the pool
+  int32_t extra_pages = 3;        // unused pages in the pool
+};
+
+// Builds the plan of a given forest (nodes in any order with parent < index
+// not required). Segments follow node order; every node must have a leaf
+// below it (true of any forest).
+TreePlan BuildTreePlan(const std::vector<TreeNode>& nodes, const PlanOptions& options, Rng& rng);
+
+struct RandomTreeOptions {
+  int32_t levels = 2;    // 1..5
+  int32_t leaves = 16;   // 1..4096
+  int32_t max_length = 80;  // node lengths uniform in [1, max_length]
+  PlanOptions plan;
+};
+
+// A random forest of exactly `levels` levels and `leaves` leaves, with random
+// fan-outs and uneven node lengths, as a plan.
+TreePlan MakeRandomTreePlan(const RandomTreeOptions& options, Rng& rng);
+
+// A regular tree: level i has fanout[i] children per node of level i - 1
+// (fanout[0] roots) and every node of level i has length[i] tokens. The
+// benchmark shapes: {1, 256} x {16384, 64} is one prefix and 256 suffixes.
+std::vector<TreeNode> UniformTree(const std::vector<int32_t>& fanout, const std::vector<int32_t>& length);
+
+struct ProblemOptions {
+  int32_t num_kv_heads = 1;
+  int32_t num_q_heads = 1;
+  int32_t head_dim = 128;
+  int32_t num_layers = 2;
+  int32_t layer = 1;
+  DType kv_dtype = DType::kBf16;
+  DType q_dtype = DType::kBf16;
+};
+
+// Random KV pool and queries for a plan (standard normal values, never zero
+// arrays). Args() points AttentionArgs at these host arrays.
+struct AttentionProblem {
+  KvLayout layout;
+  ProblemOptions options;
+  std::vector<uint8_t> kv;  // layout.TotalBytes()
+  std::vector<uint8_t> q;   // [num_queries][num_q_heads][head_dim] of q_dtype
+  AttentionArgs Args(const AttentionPlan& plan, void* out, DType out_dtype, float* lse) const;
+};
+AttentionProblem MakeProblem(const TreePlan& tree, const ProblemOptions& options, Rng& rng);
+
+// Fills `n` elements of `dtype` with standard normal values.
+void FillNormal(void* data, DType dtype, int64_t n, Rng& rng);
+// Converts `n` elements of `dtype` to double.
+std::vector<double> ToDoubles(const void* data, DType dtype, int64_t n);
+// ||a - b|| / ||b|| (2-norms); NaN anywhere gives NaN.
+double RelativeError(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace banyan::attention::testing
+
+#endif  // BANYAN_ATTENTION_TESTING_RANDOM_PLAN_H_
