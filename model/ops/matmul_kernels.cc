@@ -1,0 +1,122 @@
+#include "model/ops/matmul_kernels.h"
+
+#include <immintrin.h>
+
+namespace banyan::model::ops {
+namespace {
+
+// R rows of x times O rows of w: R*O dot products of length n, portable.
+template <int R, int O>
+void DotBlockPortable(const float* const* xs, const float* const* ws, int64_t n, float* out) {
+  float acc[R][O][4] = {};
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    for (int r = 0; r < R; ++r) {
+      for (int o = 0; o < O; ++o) {
+        for (int j = 0; j < 4; ++j) acc[r][o][j] += xs[r][k + j] * ws[o][k + j];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int o = 0; o < O; ++o) {
+      float s = (acc[r][o][0] + acc[r][o][1]) + (acc[r][o][2] + acc[r][o][3]);
+      for (int64_t t = k; t < n; ++t) s += xs[r][t] * ws[o][t];
+      out[r * O + o] = s;
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline float HorizontalSum(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  __m128 s = _mm_add_ps(lo, hi);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
+  return _mm_cvtss_f32(s);
+}
+
+template <int R, int O>
+__attribute__((target("avx2,fma"))) void DotBlockAvx2(const float* const* xs, const float* const* ws,
+                                                       int64_t n, float* out) {
+  __m256 acc[R][O];
+  for (int r = 0; r < R; ++r) {
+    for (int o = 0; o < O; ++o) acc[r][o] = _mm256_setzero_ps();
+  }
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    __m256 wv[O];
+    for (int o = 0; o < O; ++o) wv[o] = _mm256_loadu_ps(ws[o] + k);
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_loadu_ps(xs[r] + k);
+      for (int o = 0; o < O; ++o) acc[r][o] = _mm256_fmadd_ps(xv, wv[o], acc[r][o]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int o = 0; o < O; ++o) {
+      float s = HorizontalSum(acc[r][o]);
+      for (int64_t t = k; t < n; ++t) s += xs[r][t] * ws[o][t];
+      out[r * O + o] = s;
+    }
+  }
+}
+
+template <int R, int O, bool kAvx2>
+inline void Block(const float* x, const float* w, const float* bias, int64_t r0, int64_t o0,
+                  int64_t in, int64_t ldy, float* y) {
+  const float* xs[R];
+  const float* ws[O];
+  for (int r = 0; r < R; ++r) xs[r] = x + (r0 + r) * in;
+  for (int o = 0; o < O; ++o) ws[o] = w + (o0 + o) * in;
+  float out[R * O];
+  if constexpr (kAvx2) {
+    DotBlockAvx2<R, O>(xs, ws, in, out);
+  } else {
+    DotBlockPortable<R, O>(xs, ws, in, out);
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int o = 0; o < O; ++o) {
+      y[(r0 + r) * ldy + o0 + o] = out[r * O + o] + (bias != nullptr ? bias[o0 + o] : 0.0f);
+    }
+  }
+}
+
+// Walks the output range in blocks of 4 W rows; for each block, every row
+// pair of x, so the block of W stays in L1 while all rows read it.
+template <bool kAvx2>
+void Run(const float* x, const float* w, const float* bias, int64_t rows, int64_t in, int64_t ldy,
+         int64_t o_begin, int64_t o_end, float* y) {
+  int64_t o = o_begin;
+  for (; o + 4 <= o_end; o += 4) {
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2) Block<2, 4, kAvx2>(x, w, bias, r, o, in, ldy, y);
+    if (r < rows) Block<1, 4, kAvx2>(x, w, bias, r, o, in, ldy, y);
+  }
+  for (; o < o_end; ++o) {
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2) Block<2, 1, kAvx2>(x, w, bias, r, o, in, ldy, y);
+    if (r < rows) Block<1, 1, kAvx2>(x, w, bias, r, o, in, ldy, y);
+  }
+}
+
+}  // namespace
+
+void MatMulPortable(const float* x, const float* w, const float* bias, int64_t rows, int64_t in,
+                    int64_t ldy, int64_t o_begin, int64_t o_end, float* y) {
+  Run<false>(x, w, bias, rows, in, ldy, o_begin, o_end, y);
+}
+
+void MatMulAvx2(const float* x, const float* w, const float* bias, int64_t rows, int64_t in,
+                int64_t ldy, int64_t o_begin, int64_t o_end, float* y) {
+  Run<true>(x, w, bias, rows, in, ldy, o_begin, o_end, y);
+}
+
+MatMulKernel SelectMatMulKernel() {
+  static const MatMulKernel kernel = [] {
+    __builtin_cpu_init();
+    return (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? &MatMulAvx2
+                                                                             : &MatMulPortable;
+  }();
+  return kernel;
+}
+
+}  // namespace banyan::model::ops
