@@ -42,6 +42,20 @@ target_include_directories(banyan_lua SYSTEM INTERFACE ${BANYAN_LUA_INCLUDE_DIR}
 target_link_libraries(banyan_lua INTERFACE ${BANYAN_LUA_LIBRARY} ${CMAKE_DL_LIBS} m)
 add_library(Banyan::lua ALIAS banyan_lua)
 
+find_package(Threads REQUIRED)
+
+# --- RE2 (linear-time regular expressions: answer extraction, stop patterns) ---------------
+find_path(BANYAN_RE2_INCLUDE_DIR re2/re2.h REQUIRED)
+if(BANYAN_STATIC_DEPS)
+  find_library(BANYAN_RE2_LIBRARY NAMES libre2.a REQUIRED)
+else()
+  find_library(BANYAN_RE2_LIBRARY NAMES re2 REQUIRED)
+endif()
+add_library(banyan_re2 INTERFACE)
+target_include_directories(banyan_re2 SYSTEM INTERFACE ${BANYAN_RE2_INCLUDE_DIR})
+target_link_libraries(banyan_re2 INTERFACE ${BANYAN_RE2_LIBRARY} Threads::Threads)
+add_library(Banyan::re2 ALIAS banyan_re2)
+
 # --- Threads ---------------------------------------------------------------------------------
 find_package(Threads REQUIRED)
 
