@@ -1,0 +1,50 @@
+// Fused residual add + RMSNorm (see RmsNormParams in ops.h). One block per
+// row; each thread owns the same kVec-wide chunks in both passes, so it reads
+// back only what it wrote itself and no barrier is needed between them.
+#ifndef BANYAN_MODEL_CUDA_NORM_KERNELS_CUH_
+#define BANYAN_MODEL_CUDA_NORM_KERNELS_CUH_
+
+#include <cuda_bf16.h>
+
+#include "model/cuda/kernel_util.cuh"
+#include "model/cuda/ops.h"
+
+namespace banyan::model::cuda {
+
+// REQUIRES: dim % kVec == 0; blockDim.x a multiple of 32; grid = rows.
+template <int kVec, bool kAdd>
+__global__ void RmsNormKernel(RmsNormParams p) {
+  const int64_t row = blockIdx.x;
+  float* h = p.residual + row * p.dim;                                            // [dim]
+  const auto* x = reinterpret_cast<const __nv_bfloat16*>(p.add) + row * p.dim;    // [dim]
+  const auto* w = reinterpret_cast<const __nv_bfloat16*>(p.weight);               // [dim]
+  auto* y = reinterpret_cast<__nv_bfloat16*>(p.out) + row * p.dim;                // [dim]
+
+  float sum_sq = 0.0f;
+  for (int i = threadIdx.x * kVec; i < p.dim; i += blockDim.x * kVec) {
+    float hv[kVec];
+    LoadF32<kVec>(h + i, hv);
+    if constexpr (kAdd) {
+      float xv[kVec];
+      LoadBf16<kVec>(x + i, xv);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) hv[j] += xv[j];
+      StoreF32<kVec>(h + i, hv);
+    }
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) sum_sq += hv[j] * hv[j];
+  }
+  const float scale = rsqrtf(BlockSum(sum_sq) / static_cast<float>(p.dim) + p.eps);
+  for (int i = threadIdx.x * kVec; i < p.dim; i += blockDim.x * kVec) {
+    float hv[kVec], wv[kVec];
+    LoadF32<kVec>(h + i, hv);
+    LoadBf16<kVec>(w + i, wv);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) hv[j] = hv[j] * scale * wv[j];
+    StoreBf16<kVec>(y + i, hv);
+  }
+}
+
+}  // namespace banyan::model::cuda
+
+#endif  // BANYAN_MODEL_CUDA_NORM_KERNELS_CUH_
