@@ -24,6 +24,6 @@ if(BANYAN_BUILD_TESTS)
                                                            BANYAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   banyan_apply_common(banyan_model_testdata)
   banyan_test(tokenizer_test
-    SRCS tokenizer/tokenizer_golden_test.cc
-    DEPS banyan_model banyan_model_testdata)
+    SRCS tokenizer/tokenizer_golden_test.cc tokenizer/tokenizer_hf_agreement_test.cc
+    DEPS banyan_model banyan_model_testdata nlohmann_json::nlohmann_json)
 endif()
