@@ -17,13 +17,16 @@ target_link_libraries(banyan_model PUBLIC absl::flat_hash_map absl::span
                                    PRIVATE nlohmann_json::nlohmann_json ICU::uc)
 
 if(BANYAN_BUILD_TESTS)
-  add_library(banyan_model_testdata STATIC testdata/test_files.cc)
-  target_link_libraries(banyan_model_testdata PUBLIC absl::statusor absl::strings ZLIB::ZLIB)
+  add_library(banyan_model_testdata STATIC testdata/test_files.cc testdata/tiny_models.cc)
+  target_link_libraries(banyan_model_testdata PUBLIC banyan_base banyan_model absl::statusor absl::strings ZLIB::ZLIB)
   target_include_directories(banyan_model_testdata PUBLIC ${PROJECT_SOURCE_DIR})
   target_compile_definitions(banyan_model_testdata PRIVATE BANYAN_ASSETS_DIR="${BANYAN_ASSETS_DIR}"
                                                            BANYAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   banyan_apply_common(banyan_model_testdata)
   banyan_test(tokenizer_test
     SRCS tokenizer/tokenizer_golden_test.cc tokenizer/tokenizer_hf_agreement_test.cc
+    DEPS banyan_model banyan_model_testdata nlohmann_json::nlohmann_json)
+  banyan_test(loader_test
+    SRCS loader_test.cc gguf/ggml_types_test.cc
     DEPS banyan_model banyan_model_testdata nlohmann_json::nlohmann_json)
 endif()
