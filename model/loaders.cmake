@@ -27,6 +27,6 @@ if(BANYAN_BUILD_TESTS)
     SRCS tokenizer/tokenizer_golden_test.cc tokenizer/tokenizer_hf_agreement_test.cc
     DEPS banyan_model banyan_model_testdata nlohmann_json::nlohmann_json)
   banyan_test(loader_test
-    SRCS loader_test.cc gguf/ggml_types_test.cc
+    SRCS loader_test.cc gguf/ggml_types_test.cc chat/chat_format_test.cc
     DEPS banyan_model banyan_model_testdata nlohmann_json::nlohmann_json)
 endif()

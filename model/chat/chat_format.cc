@@ -112,21 +112,21 @@ absl::StatusOr<ChatFormat> ChatFormat::FromTemplate(std::string_view t, std::str
     // A default system message: a literal "<|im_start|>system\n...<|im_end|>".
     for (std::string_view nl : {std::string_view("\\n"), std::string_view("\n")}) {
       const std::string head = absl::StrCat("<|im_start|>system", std::string(nl));
-      const size_t at = t.find(head);
-      if (at == std::string_view::npos) continue;
-      const size_t begin = at + head.size();
-      const size_t end = t.find("<|im_end|>", begin);
-      if (end == std::string_view::npos) continue;
-      const std::string_view body = t.substr(begin, end - begin);
-      if (body.find_first_of("'\"{}") == std::string_view::npos) {
-        f.default_system_ = Unescape(body);
-        break;
+      for (size_t at = t.find(head); at != std::string_view::npos && f.default_system_.empty();
+           at = t.find(head, at + 1)) {
+        const size_t begin = at + head.size();
+        const size_t end = t.find("<|im_end|>", begin);
+        if (end == std::string_view::npos) break;
+        const std::string_view body = t.substr(begin, end - begin);
+        if (body.find_first_of("'\"{}") == std::string_view::npos) f.default_system_ = Unescape(body);
       }
     }
     return f;
   }
   if (Contains(t, "[INST]") && Contains(t, "[/INST]")) {
     f.kind_ = Kind::kMistral;
+    // v0.1 writes a space after each assistant turn's eos.
+    f.mistral_space_after_eos_ = Contains(t, "eos_token + ' '") || Contains(t, "eos_token + \" \"");
     return f;
   }
   return absl::UnimplementedError("chat template is not one of Llama 3, ChatML, SmolLM3, Mistral");
@@ -241,7 +241,7 @@ absl::StatusOr<std::string> ChatFormat::ApplyMistral(absl::Span<const ChatMessag
     if (m[i].role == "user") {
       absl::StrAppend(&out, "[INST] ", m[i].content, " [/INST]");
     } else if (m[i].role == "assistant") {
-      absl::StrAppend(&out, m[i].content, eos_);
+      absl::StrAppend(&out, m[i].content, eos_, mistral_space_after_eos_ ? " " : "");
     } else {
       return absl::InvalidArgumentError("chat: the Mistral format has no system role");
     }

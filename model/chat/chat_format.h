@@ -71,6 +71,8 @@ class ChatFormat {
   std::string cutoff_line_;
   std::string think_default_;
   std::string no_think_default_;
+  // kMistral: a space follows each assistant eos (v0.1).
+  bool mistral_space_after_eos_ = false;
 };
 
 // Python's str.strip() / lstrip(chars) / rstrip() as Jinja's trim uses them.
