@@ -53,6 +53,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -89,6 +90,19 @@ struct EngineOptions {
   int32_t max_batch = 256;      // most query rows in one forward pass
   int32_t prefill_chunk = 512;  // most prefill tokens mixed into one step
   int32_t threads = 0;          // CPU worker threads; 0: all cores
+
+  // How attention reads the KV of shared prefixes; for benchmarks and
+  // cross-checks (the text is the same in kTree and kPerSequence):
+  //   kTree         each tree node's KV is read once per step for every
+  //                 branch below it (Hydragen-style; the default)
+  //   kPerSequence  every branch reads its whole path on its own (classic
+  //                 paged decode): the baseline tree attention is measured
+  //                 against
+  //   kNone         attention over the context is skipped (each row sees only
+  //                 its own token): a throughput ceiling; the text is NOT the
+  //                 model's
+  enum class AttentionMode { kTree, kPerSequence, kNone };
+  AttentionMode attention_mode = AttentionMode::kTree;
 };
 
 // Text or token ids; text is tokenized with the model's tokenizer (no BOS is
@@ -180,6 +194,11 @@ struct BranchInfo {
   int32_t depth = 0;            // nodes on its path (root excluded)
   std::vector<uint64_t> node_ids;  // KV tree nodes on its path, root first
   int64_t tokens_reused = 0;    // prompt tokens whose KV came from the cache
+  std::string kv_namespace;     // BranchOptions::kv_namespace it was created with
+  int32_t priority = 0;         // BranchOptions::priority
+  // Caller's key/value annotations (SetMetadata); saved and loaded with the
+  // branch and copied to its forks.
+  std::map<std::string, std::string> metadata;
 };
 
 struct EngineStats {
@@ -193,6 +212,16 @@ struct EngineStats {
   int64_t tokens_reused = 0;    // prompt tokens served from cached KV
   int64_t decode_steps = 0;
   double decode_seconds = 0;    // time inside forward passes that decoded
+  int64_t tokens_forked = 0;    // tokens shared, not copied, by Fork (n x length)
+  int64_t tokens_scored = 0;    // continuation tokens evaluated by Score
+  int64_t forward_passes = 0;   // every step (decode, prefill or mixed)
+  double forward_seconds = 0;   // time inside every forward pass
+  int64_t max_rows_in_step = 0;  // most query rows in one forward pass
+  // KV tokens attention read (each shared node once per step) and KV tokens
+  // it attended (summed over rows): their ratio is the sharing factor.
+  int64_t kv_tokens_read = 0;
+  int64_t kv_tokens_attended = 0;
+  int64_t evicted_nodes = 0;    // cached tree nodes evicted under pressure
 };
 
 class Engine {
@@ -229,6 +258,11 @@ class Engine {
   // Drops the branch; its KV stays cached for reuse until evicted. A second
   // Release of the same id returns kNotFound.
   virtual absl::Status Release(BranchId branch) = 0;
+  // Sets (or, with an empty value, erases) one metadata entry of the branch
+  // (BranchInfo::metadata). Allowed while the branch generates.
+  // Errors: kNotFound (stale id), kInvalidArgument (empty key).
+  virtual absl::Status SetMetadata(BranchId branch, std::string_view key,
+                                   std::string_view value) = 0;
 
   // --- Decoding ---------------------------------------------------------------
   // Samples up to max_tokens tokens onto the branch (blocking).

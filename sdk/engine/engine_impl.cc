@@ -1,0 +1,457 @@
+// EngineImpl, client side: validation, branch records, requests. The
+// scheduler loop is in scheduler.cc, Save/Load in snapshot.cc.
+#include "sdk/engine/engine_impl.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "banyan/status_macros.h"
+#include "sdk/base/rng.h"
+
+namespace banyan::engine {
+namespace {
+
+uint64_t NodeKey(kv_tree::NodeId id) { return (uint64_t{id.index} << 32) | id.generation; }
+
+std::string BranchName(BranchId id) { return absl::StrCat("branch ", id.value); }
+
+}  // namespace
+
+// ----------------------------------------------------------------- text
+
+absl::Status EngineImpl::CheckTokens(absl::Span<const int32_t> tokens) const {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= config_.vocab_size) {
+      return absl::OutOfRangeError(absl::StrCat("token id ", tokens[i], " at index ", i,
+                                                " is outside the vocabulary [0, ",
+                                                config_.vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> EngineImpl::Tokenize(std::string_view text) const {
+  return tokenizer_->Encode(text, /*add_special_tokens=*/false);
+}
+
+absl::StatusOr<std::string> EngineImpl::Detokenize(absl::Span<const int32_t> tokens) const {
+  BANYAN_RETURN_IF_ERROR(CheckTokens(tokens));
+  return tokenizer_->Decode(tokens);
+}
+
+absl::StatusOr<std::string> EngineImpl::ApplyChatTemplate(absl::Span<const ChatMessage> messages,
+                                                          bool add_generation_prompt) const {
+  if (!chat_format_.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", model_name_, " has no chat template"));
+  }
+  std::vector<model::ChatMessage> converted;
+  converted.reserve(messages.size());
+  for (const ChatMessage& m : messages) converted.push_back({m.role, m.content});
+  return chat_format_->Apply(converted, add_generation_prompt);
+}
+
+absl::StatusOr<std::vector<int32_t>> EngineImpl::PromptTokens(const Prompt& prompt) const {
+  std::vector<int32_t> tokens;
+  if (prompt.is_text) {
+    BANYAN_ASSIGN_OR_RETURN(tokens, Tokenize(prompt.text));
+  } else {
+    tokens = prompt.tokens;
+  }
+  BANYAN_RETURN_IF_ERROR(CheckTokens(tokens));
+  return tokens;
+}
+
+kv_tree::KvNamespace EngineImpl::NamespaceFor(const std::string& kv_namespace) const {
+  return kv_tree::KvNamespace{model_name_, kv_namespace};
+}
+
+// ----------------------------------------------------------------- records
+
+absl::Status EngineImpl::CheckUsable() const {
+  if (!broken_.ok()) {
+    return absl::InternalError(absl::StrCat("the engine stopped after a failed forward pass: ",
+                                            broken_.ToString()));
+  }
+  if (stopping_) return absl::CancelledError("the engine is shutting down");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EngineImpl::BranchRecord*> EngineImpl::FindRecord(BranchId id) {
+  auto it = records_.find(id.value);
+  if (!id.valid() || it == records_.end()) {
+    return absl::NotFoundError(absl::StrCat(BranchName(id), " does not exist (released or never created)"));
+  }
+  return &it->second;
+}
+
+void EngineImpl::RunRequest(Request* request) {
+  absl::MutexLock lock(&mu_);
+  const absl::Status usable = CheckUsable();
+  if (!usable.ok()) {
+    for (auto& task : request->tasks) {
+      task->status = usable;
+      if (task->id.valid()) {
+        if (auto it = records_.find(task->id.value); it != records_.end()) it->second.busy = false;
+      }
+    }
+    return;
+  }
+  for (auto& task : request->tasks) {
+    task->seq = next_seq_++;
+    task->request = request;
+  }
+  request->remaining = static_cast<int32_t>(request->tasks.size());
+  incoming_.push_back(request);
+  mu_.Await(absl::Condition(&request->finished));
+}
+
+// ----------------------------------------------------------------- branches
+
+absl::StatusOr<BranchId> EngineImpl::NewBranch(const Prompt& prompt, const BranchOptions& options) {
+  BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, PromptTokens(prompt));
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.push_back(std::move(tokens));
+  std::vector<absl::StatusOr<BranchId>> ids = NewBranches(std::move(prompts), {options}, {{}});
+  return std::move(ids[0]);
+}
+
+std::vector<absl::StatusOr<BranchId>> EngineImpl::NewBranches(
+    std::vector<std::vector<int32_t>> prompts, const std::vector<BranchOptions>& options,
+    const std::vector<std::map<std::string, std::string>>& metadata) {
+  std::vector<absl::StatusOr<BranchId>> out(prompts.size(), absl::UnknownError("not run"));
+  Request request;
+  std::vector<size_t> task_of(prompts.size(), SIZE_MAX);
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Status usable = CheckUsable();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (!usable.ok()) {
+        out[i] = usable;
+        continue;
+      }
+      const kv_tree::KvNamespace ns = NamespaceFor(options[i].kv_namespace);
+      if (prompts[i].empty()) {
+        // A branch at the namespace root: nothing to compute.
+        absl::StatusOr<kv_tree::Extension> ext = tree_->Insert(ns, {});
+        if (!ext.ok()) {
+          out[i] = ext.status();
+          continue;
+        }
+        const BranchId id{next_branch_id_++};
+        BranchRecord& r = records_[id.value];
+        r.branch = ext->branch;
+        r.kv_namespace = options[i].kv_namespace;
+        r.priority = options[i].priority;
+        r.metadata = metadata[i];
+        ++stats_.live_branches;
+        out[i] = id;
+        continue;
+      }
+      auto task = std::make_unique<Task>();
+      task->kind = Task::Kind::kPrefill;
+      task->index = static_cast<int32_t>(request.tasks.size());
+      task->priority = options[i].priority;
+      task->ns = ns;
+      task->owns_branch = true;
+      task->input = std::move(prompts[i]);
+      task_of[i] = request.tasks.size();
+      request.tasks.push_back(std::move(task));
+    }
+  }
+  if (request.tasks.empty()) return out;
+  RunRequest(&request);
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (task_of[i] == SIZE_MAX) continue;
+    Task& task = *request.tasks[task_of[i]];
+    if (!task.status.ok()) {
+      out[i] = task.status;
+      continue;
+    }
+    BranchRecord& r = records_[task.id.value];
+    r.kv_namespace = options[i].kv_namespace;
+    r.priority = options[i].priority;
+    r.metadata = metadata[i];
+    out[i] = task.id;
+  }
+  return out;
+}
+
+absl::Status EngineImpl::Append(BranchId branch, const Prompt& more) {
+  BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, PromptTokens(more));
+  Request request;
+  {
+    absl::MutexLock lock(&mu_);
+    BANYAN_RETURN_IF_ERROR(CheckUsable());
+    BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
+    if (record->busy) {
+      return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
+    }
+    if (tokens.empty()) return absl::OkStatus();
+    BANYAN_ASSIGN_OR_RETURN(int64_t length, tree_->Length(record->branch));
+    auto task = std::make_unique<Task>();
+    task->kind = Task::Kind::kPrefill;
+    task->id = branch;
+    task->branch = record->branch;
+    task->priority = record->priority;
+    task->length = task->start_length = length;
+    task->input = std::move(tokens);
+    record->busy = true;
+    request.tasks.push_back(std::move(task));
+  }
+  RunRequest(&request);
+  return request.tasks[0]->status;
+}
+
+absl::StatusOr<std::vector<BranchId>> EngineImpl::Fork(BranchId branch, int32_t n) {
+  absl::MutexLock lock(&mu_);
+  BANYAN_RETURN_IF_ERROR(CheckUsable());
+  BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
+  if (n < 1) return absl::InvalidArgumentError(absl::StrCat("fork count ", n, " must be >= 1"));
+  if (record->busy) {
+    return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
+  }
+  BANYAN_ASSIGN_OR_RETURN(int64_t length, tree_->Length(record->branch));
+  BANYAN_ASSIGN_OR_RETURN(std::vector<kv_tree::Branch> copies, tree_->Fork(record->branch, n));
+  const BranchRecord parent = *record;  // records_ may rehash below
+  std::vector<BranchId> ids;
+  ids.reserve(copies.size());
+  for (kv_tree::Branch b : copies) {
+    const BranchId id{next_branch_id_++};
+    BranchRecord& r = records_[id.value];
+    r.branch = b;
+    r.kv_namespace = parent.kv_namespace;
+    r.priority = parent.priority;
+    r.metadata = parent.metadata;
+    r.tokens_reused = length;
+    ids.push_back(id);
+  }
+  stats_.live_branches += n;
+  stats_.tokens_forked += int64_t{n} * length;
+  return ids;
+}
+
+absl::Status EngineImpl::Release(BranchId branch) {
+  absl::MutexLock lock(&mu_);
+  BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
+  if (record->busy) {
+    return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
+  }
+  BANYAN_RETURN_IF_ERROR(tree_->Release(record->branch));
+  records_.erase(branch.value);
+  --stats_.live_branches;
+  return absl::OkStatus();
+}
+
+absl::Status EngineImpl::SetMetadata(BranchId branch, std::string_view key, std::string_view value) {
+  if (key.empty()) return absl::InvalidArgumentError("metadata key must not be empty");
+  absl::MutexLock lock(&mu_);
+  BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
+  if (value.empty()) {
+    record->metadata.erase(std::string(key));
+  } else {
+    record->metadata[std::string(key)] = std::string(value);
+  }
+  return absl::OkStatus();
+}
+
+// ----------------------------------------------------------------- decoding
+
+absl::StatusOr<GenerateResult> EngineImpl::Generate(BranchId branch, const GenerateOptions& options) {
+  std::vector<absl::StatusOr<GenerateResult>> results = GenerateMany({branch}, options);
+  return std::move(results[0]);
+}
+
+std::vector<absl::StatusOr<GenerateResult>> EngineImpl::GenerateMany(
+    absl::Span<const BranchId> branches, const GenerateOptions& options) {
+  std::vector<absl::StatusOr<GenerateResult>> out(branches.size(), absl::UnknownError("not run"));
+  // Options first: a bad option fails every branch alike.
+  model::SamplingParams params;
+  params.temperature = options.sampling.temperature;
+  params.top_k = options.sampling.top_k;
+  params.top_p = options.sampling.top_p;
+  params.min_p = options.sampling.min_p;
+  params.repetition_penalty = options.sampling.repetition_penalty;
+  params.frequency_penalty = options.sampling.frequency_penalty;
+  params.presence_penalty = options.sampling.presence_penalty;
+  absl::Status bad = model::ValidateSamplingParams(params);
+  if (bad.ok() && options.max_tokens < 0) {
+    bad = absl::InvalidArgumentError(absl::StrCat("max_tokens ", options.max_tokens, " < 0"));
+  }
+  if (bad.ok()) bad = CheckTokens(options.stop_tokens);
+  absl::StatusOr<model::StopMatcher> stop = model::StopMatcher::Create(options.stop_strings);
+  if (bad.ok() && !stop.ok()) bad = stop.status();
+  if (!bad.ok()) {
+    for (auto& r : out) r = bad;
+    return out;
+  }
+  Request request;
+  request.generate = options;
+  request.deadline = options.deadline;
+  request.cancel = options.cancel;
+  std::vector<size_t> task_of(branches.size(), SIZE_MAX);
+  const bool penalties = params.repetition_penalty != 1.0f;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Status usable = CheckUsable();
+    for (size_t i = 0; i < branches.size(); ++i) {
+      if (!usable.ok()) {
+        out[i] = usable;
+        continue;
+      }
+      absl::StatusOr<BranchRecord*> record = FindRecord(branches[i]);
+      if (!record.ok()) {
+        out[i] = record.status();
+        continue;
+      }
+      if ((*record)->busy) {
+        out[i] = absl::FailedPreconditionError(absl::StrCat(BranchName(branches[i]), " is busy"));
+        continue;
+      }
+      absl::StatusOr<int64_t> length = tree_->Length((*record)->branch);
+      if (!length.ok()) {
+        out[i] = length.status();
+        continue;
+      }
+      if (*length == 0) {
+        out[i] = absl::FailedPreconditionError(
+            absl::StrCat(BranchName(branches[i]), " has no tokens to continue: append a prompt first"));
+        continue;
+      }
+      if (options.max_tokens == 0) {
+        GenerateResult empty;
+        empty.branch = branches[i];
+        out[i] = std::move(empty);
+        continue;
+      }
+      auto task = std::make_unique<Task>();
+      task->kind = Task::Kind::kDecode;
+      task->index = static_cast<int32_t>(i);
+      task->id = branches[i];
+      task->branch = (*record)->branch;
+      task->priority = std::max(options.priority, (*record)->priority);
+      task->length = task->start_length = *length;
+      absl::StatusOr<model::Sampler> sampler =
+          model::Sampler::Create(params, Rng(options.sampling.seed).Derive(static_cast<uint64_t>(i)));
+      if (!sampler.ok()) {
+        out[i] = sampler.status();
+        continue;
+      }
+      task->sampler.emplace(std::move(*sampler));
+      task->stop.emplace(*stop);
+      if (penalties) {
+        absl::StatusOr<std::vector<int32_t>> history = tree_->Tokens((*record)->branch);
+        if (!history.ok()) {
+          out[i] = history.status();
+          continue;
+        }
+        task->history = std::move(*history);
+      }
+      task->result.branch = branches[i];
+      (*record)->busy = true;
+      task_of[i] = request.tasks.size();
+      request.tasks.push_back(std::move(task));
+    }
+  }
+  if (request.tasks.empty()) return out;
+  RunRequest(&request);
+  for (size_t i = 0; i < branches.size(); ++i) {
+    if (task_of[i] == SIZE_MAX) continue;
+    Task& task = *request.tasks[task_of[i]];
+    if (task.status.ok()) {
+      out[i] = std::move(task.result);
+    } else {
+      out[i] = task.status;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<ScoreResult> EngineImpl::Score(BranchId branch, const Prompt& continuation) {
+  BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, PromptTokens(continuation));
+  Request request;
+  {
+    absl::MutexLock lock(&mu_);
+    BANYAN_RETURN_IF_ERROR(CheckUsable());
+    BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
+    if (record->busy) {
+      return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
+    }
+    BANYAN_ASSIGN_OR_RETURN(int64_t length, tree_->Length(record->branch));
+    if (tokens.empty()) return ScoreResult{};
+    if (length == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          BranchName(branch), " has no tokens: nothing to condition the first token on"));
+    }
+    auto task = std::make_unique<Task>();
+    task->kind = Task::Kind::kScore;
+    task->id = branch;
+    task->branch = record->branch;
+    task->priority = record->priority;
+    task->length = task->start_length = length;
+    task->input = std::move(tokens);
+    task->score.token_logprobs.resize(task->input.size());
+    task->score.tokens = static_cast<int32_t>(task->input.size());
+    record->busy = true;
+    request.tasks.push_back(std::move(task));
+  }
+  RunRequest(&request);
+  Task& task = *request.tasks[0];
+  if (!task.status.ok()) return task.status;
+  return std::move(task.score);
+}
+
+// ----------------------------------------------------------------- inspection
+
+absl::StatusOr<BranchInfo> EngineImpl::Inspect(BranchId branch) const {
+  kv_tree::Branch handle;
+  BranchInfo info;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = records_.find(branch.value);
+    if (!branch.valid() || it == records_.end()) {
+      return absl::NotFoundError(absl::StrCat(BranchName(branch), " does not exist (released or never created)"));
+    }
+    handle = it->second.branch;
+    info.tokens_reused = it->second.tokens_reused;
+    info.kv_namespace = it->second.kv_namespace;
+    info.priority = it->second.priority;
+    info.metadata = it->second.metadata;
+    // Read the tree under mu_ so that a concurrent Release cannot make the
+    // handle stale between the lookup and the reads.
+    BANYAN_ASSIGN_OR_RETURN(info.tokens, tree_->Tokens(handle));
+    BANYAN_ASSIGN_OR_RETURN(kv_tree::NodeId node, tree_->NodeOf(handle));
+    std::vector<uint64_t> path;
+    while (node.valid()) {
+      BANYAN_ASSIGN_OR_RETURN(kv_tree::NodeInfo n, tree_->GetNode(node));
+      if (!n.parent.valid()) break;  // the namespace root is not listed
+      path.push_back(NodeKey(node));
+      node = n.parent;
+    }
+    info.node_ids.assign(path.rbegin(), path.rend());
+  }
+  info.id = branch;
+  info.depth = static_cast<int32_t>(info.node_ids.size());
+  absl::StatusOr<std::string> text = tokenizer_->Decode(info.tokens);
+  if (text.ok()) info.text = std::move(*text);
+  return info;
+}
+
+EngineStats EngineImpl::Stats() const {
+  EngineStats s;
+  {
+    absl::MutexLock lock(&mu_);
+    s = stats_;
+  }
+  const kv_tree::KvTreeStats t = tree_->Stats();
+  s.device = device_name_;
+  s.tree_nodes = t.nodes;
+  s.kv_pages_total = t.pages_total;
+  s.kv_pages_used = t.pages_total - t.pages_free;
+  s.evicted_nodes = t.evicted_nodes;
+  return s;
+}
+
+}  // namespace banyan::engine

@@ -1,0 +1,572 @@
+// EngineImpl, scheduler side: the one loop that batches every caller's work
+// into each forward pass. See engine_impl.h for the KV invariant it keeps.
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "banyan/status_macros.h"
+#include "sdk/base/logging.h"
+#include "sdk/engine/engine_impl.h"
+
+namespace banyan::engine {
+namespace {
+
+uint64_t NodeKey(kv_tree::NodeId id) { return (uint64_t{id.index} << 32) | id.generation; }
+
+// Round robin inside a priority: the task served longest ago first, then the
+// oldest request.
+bool ServeFirst(const Task* a, const Task* b) {
+  if (a->priority != b->priority) return a->priority > b->priority;
+  if (a->last_step != b->last_step) return a->last_step < b->last_step;
+  return a->seq < b->seq;
+}
+
+bool Contains(absl::Span<const int32_t> list, int32_t token) {
+  return std::find(list.begin(), list.end(), token) != list.end();
+}
+
+}  // namespace
+
+void EngineImpl::SchedulerLoop() {
+  std::vector<Task*> active;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (active.empty()) {
+        auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || !incoming_.empty();
+        };
+        mu_.Await(absl::Condition(&has_work));
+      }
+      for (Request* r : incoming_) {
+        for (auto& t : r->tasks) active.push_back(t.get());
+      }
+      incoming_.clear();
+      if (stopping_ || !broken_.ok()) {
+        const absl::Status why = stopping_ ? absl::CancelledError("the engine is shutting down")
+                                           : absl::InternalError(broken_.ToString());
+        for (Task* t : active) FailTask(t, why, /*undo=*/broken_.ok());
+        PublishCompleted(active);
+        if (stopping_) return;
+        continue;
+      }
+    }
+    Step(active);
+    absl::MutexLock lock(&mu_);
+    PublishCompleted(active);
+  }
+}
+
+bool EngineImpl::TakeScratch(kv_tree::KvSlot* slot) {
+  if (scratch_used_ >= scratch_slots_.size()) return false;
+  *slot = scratch_slots_[scratch_used_++];
+  return true;
+}
+
+absl::StatusOr<int32_t> EngineImpl::LastTokenOf(kv_tree::Branch branch) {
+  BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, tree_->Tokens(branch));
+  if (tokens.empty()) return absl::FailedPreconditionError("branch has no tokens");
+  return tokens.back();
+}
+
+void EngineImpl::Step(std::vector<Task*>& active) {
+  ++step_;
+  scratch_used_ = 0;
+  spec_.clear();
+  rows_.clear();
+  logit_rows_.clear();
+  consumers_.clear();
+  finished_flush_.clear();
+  last_tokens_.clear();
+  counters_ = StepCounters{};
+  decode_rows_ = 0;
+
+  // Cancellation and deadlines, honoured before anything of this step runs.
+  const absl::Time now = absl::Now();
+  std::vector<Task*> decode, prefill;
+  for (Task* t : active) {
+    if (t->done) continue;
+    const Request& r = *t->request;
+    if (!t->finishing) {
+      if (r.cancel != nullptr && r.cancel->cancelled()) {
+        FailTask(t, absl::CancelledError("the request was cancelled"), true);
+        continue;
+      }
+      if (now >= r.deadline) {
+        FailTask(t, absl::DeadlineExceededError("the request's deadline passed"), true);
+        continue;
+      }
+    }
+    t->blocked = false;
+    (t->kind == Task::Kind::kDecode ? decode : prefill).push_back(t);
+  }
+  CollectDecodeRows(decode);
+  CollectPrefillRows(prefill);
+
+  if (!rows_.empty()) {
+    const absl::Status run = RunForward();
+    if (!run.ok()) {
+      // The KV of this step's new tokens was not written: stop the engine
+      // (engine_impl.h) rather than let a later prompt reuse it.
+      BANYAN_LOG(ERROR) << "engine: forward pass failed: " << run;
+      absl::MutexLock lock(&mu_);
+      broken_ = run;
+      for (Task* t : active) FailTask(t, absl::InternalError(absl::StrCat("forward pass failed: ", run.ToString())), false);
+      return;
+    }
+    ConsumeLogits();
+  }
+  for (Task* t : finished_flush_) CompleteTask(t);
+  bool blocked = false;
+  for (Task* t : active) {
+    if (t->done) continue;
+    if ((t->kind != Task::Kind::kDecode) && t->next == t->input.size() && !t->blocked) {
+      CompleteTask(t);
+    }
+    blocked |= t->blocked;
+  }
+  if (rows_.empty() && blocked) {
+    // Nothing could run and nothing will free pages by itself: the work that
+    // is waiting for KV pages fails (its branches are restored).
+    for (Task* t : active) {
+      if (!t->done && t->blocked) {
+        const kv_tree::KvTreeStats s = tree_->Stats();
+        FailTask(t, absl::ResourceExhaustedError(absl::StrCat(
+                        "KV budget exhausted: no free page among ", s.pages_total,
+                        " even after evicting every cached node; release branches or raise "
+                        "kv_budget_bytes")),
+                 true);
+      }
+    }
+  }
+}
+
+void EngineImpl::CollectDecodeRows(std::vector<Task*>& decode) {
+  std::sort(decode.begin(), decode.end(), ServeFirst);
+  absl::flat_hash_map<uint64_t, int32_t> node_row;  // node -> logits row
+  for (Task* t : decode) {
+    if (decode_rows_ >= options_.max_batch) break;
+    bool fresh = false;
+    kv_tree::KvSlot slot;
+    if (t->pending >= 0) {
+      absl::StatusOr<kv_tree::Extension> ext = tree_->Append(t->branch, {t->pending});
+      if (!ext.ok()) {
+        if (absl::IsResourceExhausted(ext.status())) {
+          t->blocked = true;
+        } else {
+          FailTask(t, ext.status(), true);
+        }
+        continue;
+      }
+      ++t->length;
+      t->last_token = t->pending;
+      t->pending = -1;
+      if (!ext->write_slots.empty()) {
+        fresh = true;
+        slot = ext->write_slots[0];
+      }
+      if (t->finishing) {
+        // The last sampled token: its K/V is written, no logits are needed.
+        t->last_step = step_;
+        if (fresh) {
+          spec_.push_back({t->branch, 1});
+          rows_.push_back({t->last_token, static_cast<int32_t>(t->length - 1), slot});
+          ++decode_rows_;
+          finished_flush_.push_back(t);
+        } else {
+          CompleteTask(t);
+        }
+        continue;
+      }
+    }
+    absl::StatusOr<kv_tree::NodeId> node = tree_->NodeOf(t->branch);
+    if (!node.ok()) {
+      FailTask(t, node.status(), true);
+      continue;
+    }
+    const uint64_t key = NodeKey(*node);
+    if (t->last_token < 0) {
+      auto cached = last_tokens_.find(key);
+      if (cached == last_tokens_.end()) {
+        absl::StatusOr<int32_t> last = LastTokenOf(t->branch);
+        if (!last.ok()) {
+          FailTask(t, last.status(), true);
+          continue;
+        }
+        cached = last_tokens_.emplace(key, *last).first;
+      }
+      t->last_token = cached->second;
+    }
+    if (!fresh) {
+      // Branches at the same node have the same sequence: one row serves all.
+      if (auto it = node_row.find(key); it != node_row.end()) {
+        consumers_[it->second].push_back({t});
+        t->last_step = step_;
+        continue;
+      }
+      if (!TakeScratch(&slot)) continue;  // waits for the next step
+    }
+    spec_.push_back({t->branch, 1});
+    rows_.push_back({t->last_token, static_cast<int32_t>(t->length - 1), slot});
+    logit_rows_.push_back(static_cast<int32_t>(rows_.size() - 1));
+    consumers_.push_back({{t}});
+    node_row[key] = static_cast<int32_t>(consumers_.size() - 1);
+    ++decode_rows_;
+    t->last_step = step_;
+  }
+}
+
+void EngineImpl::CollectPrefillRows(std::vector<Task*>& prefill) {
+  std::sort(prefill.begin(), prefill.end(), ServeFirst);
+  int64_t budget = options_.prefill_chunk;
+  for (Task* t : prefill) {
+    if (budget <= 0) break;
+    if (t->kind == Task::Kind::kScore) {
+      ScoreChunk(t, &budget);
+      continue;
+    }
+    // Chunks whose KV is all cached cost nothing: keep going until one has
+    // new tokens (at most one Append with new tokens per branch per step).
+    while (t->next < t->input.size()) {
+      const int64_t c = std::min<int64_t>(static_cast<int64_t>(t->input.size() - t->next), budget);
+      const absl::Span<const int32_t> chunk = absl::MakeConstSpan(t->input).subspan(t->next, c);
+      absl::StatusOr<kv_tree::Extension> ext =
+          t->branch.valid() ? tree_->Append(t->branch, chunk) : tree_->Insert(t->ns, chunk);
+      if (!ext.ok()) {
+        if (absl::IsResourceExhausted(ext.status())) {
+          t->blocked = true;
+        } else {
+          FailTask(t, ext.status(), true);
+        }
+        break;
+      }
+      if (!t->branch.valid()) t->branch = ext->branch;
+      t->next += c;
+      t->length += c;
+      t->reused += ext->reused_tokens;
+      counters_.reused += ext->reused_tokens;
+      t->last_step = step_;
+      const int64_t fresh = static_cast<int64_t>(ext->write_slots.size());
+      if (fresh == 0) continue;
+      spec_.push_back({t->branch, static_cast<int32_t>(fresh)});
+      for (int64_t j = 0; j < fresh; ++j) {
+        rows_.push_back({chunk[c - fresh + j], static_cast<int32_t>(t->length - fresh + j),
+                         ext->write_slots[j]});
+      }
+      budget -= fresh;
+      counters_.prefilled += fresh;
+      break;
+    }
+  }
+}
+
+void EngineImpl::ScoreChunk(Task* t, int64_t* budget) {
+  const int64_t first = t->next == 0 ? 1 : 0;  // the scored branch's last token
+  const int64_t n = static_cast<int64_t>(t->input.size());
+  const int64_t c = std::min<int64_t>(n - static_cast<int64_t>(t->next), *budget - first);
+  if (c <= 0 || scratch_slots_.size() - scratch_used_ < static_cast<size_t>(first + c)) return;
+  if (first == 1 && t->branch_last_token < 0) {
+    absl::StatusOr<int32_t> last = LastTokenOf(t->branch);
+    if (!last.ok()) {
+      FailTask(t, last.status(), true);
+      return;
+    }
+    t->branch_last_token = *last;
+  }
+  if (!t->temp.valid()) {
+    absl::StatusOr<kv_tree::Branch> temp = tree_->Fork(t->branch);
+    if (!temp.ok()) {
+      FailTask(t, temp.status(), true);
+      return;
+    }
+    t->temp = *temp;
+  }
+  const absl::Span<const int32_t> chunk = absl::MakeConstSpan(t->input).subspan(t->next, c);
+  absl::StatusOr<kv_tree::Extension> ext = tree_->Append(t->temp, chunk);
+  if (!ext.ok()) {
+    if (absl::IsResourceExhausted(ext.status())) {
+      t->blocked = true;
+    } else {
+      FailTask(t, ext.status(), true);
+    }
+    return;
+  }
+  const int64_t start = static_cast<int64_t>(t->next);
+  const int64_t reused = ext->reused_tokens;
+  spec_.push_back({t->temp, static_cast<int32_t>(first + c)});
+  for (int64_t r = 0; r < first + c; ++r) {
+    const int64_t ti = start + r - first;  // -1: the branch's last token
+    kv_tree::KvSlot slot;
+    if (ti < start + reused) {
+      TakeScratch(&slot);  // KV exists: the row only computes logits
+    } else {
+      slot = ext->write_slots[ti - start - reused];
+    }
+    const int32_t token = ti < 0 ? t->branch_last_token : t->input[ti];
+    rows_.push_back({token, static_cast<int32_t>(t->length - first + r), slot});
+    if (ti + 1 < n) {
+      logit_rows_.push_back(static_cast<int32_t>(rows_.size() - 1));
+      consumers_.push_back({{t, static_cast<int32_t>(ti + 1)}});
+    }
+  }
+  t->next += c;
+  t->length += c;
+  t->last_step = step_;
+  *budget -= first + c;
+  counters_.scored += c;
+  counters_.prefilled += c - reused;
+  counters_.reused += reused;
+}
+
+absl::Status EngineImpl::BuildPlan() {
+  if (options_.attention_mode == EngineOptions::AttentionMode::kNone) {
+    // Each row attends only its own token (the ceiling without attention).
+    plan_.Clear();
+    plan_.page_size = tree_->page_size();
+    plan_.num_queries = static_cast<int32_t>(rows_.size());
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      plan_.page_indices.push_back(rows_[r].write.page);
+      plan_.segment_page_indptr.push_back(static_cast<int32_t>(plan_.page_indices.size()));
+      plan_.segment_first_slot.push_back(rows_[r].write.slot);
+      plan_.segment_length.push_back(1);
+      plan_.entry_query.push_back(static_cast<int32_t>(r));
+      plan_.entry_kv_limit.push_back(1);
+      plan_.segment_entry_indptr.push_back(static_cast<int32_t>(r + 1));
+    }
+    attention::FillQueryEntries(plan_);
+    return absl::OkStatus();
+  }
+  kv_tree::PlanOptions plan_options;
+  if (options_.attention_mode == EngineOptions::AttentionMode::kPerSequence) {
+    plan_options.flatten = [](const kv_tree::NodeShareInfo&) { return true; };
+  }
+  return tree_->BuildPrefillPlan(spec_, plan_options, &plan_);
+}
+
+absl::Status EngineImpl::RunForward() {
+  BANYAN_RETURN_IF_ERROR(BuildPlan());
+  if (plan_.num_queries != static_cast<int32_t>(rows_.size())) {
+    return absl::InternalError(absl::StrCat("plan has ", plan_.num_queries, " rows, step has ",
+                                            rows_.size()));
+  }
+  const size_t n = rows_.size();
+  tokens_.resize(n);
+  positions_.resize(n);
+  kv_pages_.resize(n);
+  kv_slots_.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    tokens_[r] = rows_[r].token;
+    positions_[r] = rows_[r].position;
+    kv_pages_[r] = rows_[r].write.page;
+    kv_slots_[r] = rows_[r].write.slot;
+  }
+  logits_.resize(logit_rows_.size() * static_cast<size_t>(config_.vocab_size));
+  model::ForwardBatch batch;
+  batch.tokens = tokens_;
+  batch.positions = positions_;
+  batch.kv_pages = kv_pages_;
+  batch.kv_slots = kv_slots_;
+  batch.plan = &plan_;
+  batch.logit_rows = logit_rows_;
+  if (before_forward_) BANYAN_RETURN_IF_ERROR(before_forward_());
+  const absl::Time start = absl::Now();
+  BANYAN_RETURN_IF_ERROR(backend_->Forward(batch, kv_, absl::MakeSpan(logits_)));
+
+  counters_.forward = true;
+  counters_.decoded = decode_rows_ > 0;
+  counters_.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  counters_.rows = static_cast<int64_t>(n);
+  for (int32_t len : plan_.segment_length) counters_.kv_read += len;
+  for (int32_t lim : plan_.entry_kv_limit) counters_.kv_attended += lim;
+  return absl::OkStatus();
+}
+
+void EngineImpl::ConsumeLogits() {
+  const size_t vocab = static_cast<size_t>(config_.vocab_size);
+  // Sampling is the heavy part with many branches: run it in parallel; the
+  // rest (text, stop strings, callbacks) runs here, on the scheduler thread.
+  struct Draw {
+    Task* task;
+    size_t row;
+    absl::StatusOr<model::SampleResult> result = absl::UnknownError("not sampled");
+  };
+  std::vector<Draw> draws;
+  for (size_t i = 0; i < consumers_.size(); ++i) {
+    const absl::Span<const float> row = absl::MakeConstSpan(logits_).subspan(i * vocab, vocab);
+    double log_z = 0;
+    bool have_z = false;
+    for (const Consumer& c : consumers_[i]) {
+      if (c.task->done) continue;
+      if (c.task->kind == Task::Kind::kDecode) {
+        draws.push_back({c.task, i});
+        continue;
+      }
+      if (!have_z) {
+        double max = -INFINITY;
+        for (float v : row) max = std::max(max, static_cast<double>(v));
+        double sum = 0;
+        for (float v : row) sum += std::exp(static_cast<double>(v) - max);
+        log_z = max + std::log(sum);
+        have_z = true;
+      }
+      const double lp = static_cast<double>(row[c.task->input[c.predicted]]) - log_z;
+      c.task->score.token_logprobs[c.predicted] = static_cast<float>(lp);
+      if (!std::isfinite(lp)) {
+        FailTask(c.task, absl::InternalError("the model's logits are not finite"), true);
+      }
+    }
+  }
+  sample_pool_->ParallelFor(static_cast<int64_t>(draws.size()), 8, [&](int64_t begin, int64_t end) {
+    for (int64_t d = begin; d < end; ++d) {
+      Draw& draw = draws[d];
+      Task* t = draw.task;
+      draw.result = t->sampler->Sample(absl::MakeConstSpan(logits_).subspan(draw.row * vocab, vocab),
+                                       t->history, t->result.tokens);
+    }
+  });
+  for (Draw& draw : draws) {
+    if (!draw.result.ok()) {
+      FailTask(draw.task, draw.result.status(), true);
+      continue;
+    }
+    AfterSample(draw.task, *draw.result);
+  }
+}
+
+void EngineImpl::AfterSample(Task* t, const model::SampleResult& sample) {
+  const GenerateOptions& options = t->request->generate;
+  const int32_t token = sample.token;
+  t->result.tokens.push_back(token);
+  t->result.logprobs.push_back(sample.raw_logprob);
+  t->pending = token;
+  ++counters_.generated;
+  std::optional<FinishReason> reason;
+  model::StopMatcher& stop = *t->stop;
+  if (!options.ignore_eos && Contains(eos_tokens_, token)) {
+    reason = FinishReason::kEos;
+  } else if (Contains(options.stop_tokens, token)) {
+    reason = FinishReason::kStop;
+  } else {
+    absl::StatusOr<std::string> piece = tokenizer_->TokenBytes(token, 1);
+    if (piece.ok()) t->utf8_hold += *piece;
+    const size_t complete = model::CompleteUtf8Prefix(t->utf8_hold);
+    stop.Append(std::string_view(t->utf8_hold).substr(0, complete));
+    t->utf8_hold.erase(0, complete);
+    if (stop.stopped()) reason = FinishReason::kStop;
+  }
+  if (!reason && static_cast<int32_t>(t->result.tokens.size()) >= options.max_tokens) {
+    reason = FinishReason::kLength;
+  }
+  if (reason && !stop.stopped() && !t->utf8_hold.empty()) {
+    stop.Append(t->utf8_hold);  // an unfinished character at the very end
+    t->utf8_hold.clear();
+    if (stop.stopped()) reason = FinishReason::kStop;
+  }
+  const size_t safe = reason ? stop.text().size() : stop.SafeLength();
+  std::string_view delta;
+  if (safe > t->shown) {
+    delta = std::string_view(stop.text()).substr(t->shown, safe - t->shown);
+    t->shown = safe;
+  }
+  if (options.callbacks.on_token) {
+    const bool keep = options.callbacks.on_token(t->id, token, delta, sample.raw_logprob);
+    if (!keep && !reason) reason = FinishReason::kCallback;
+  }
+  if (reason) {
+    t->result.finish = *reason;
+    t->result.text = stop.text();
+    t->finishing = true;  // the last token is appended (and its K/V written) next step
+  }
+}
+
+void EngineImpl::FailTask(Task* t, absl::Status status, bool undo) {
+  if (t->done) return;
+  if (undo) {
+    // Every token in the tree has its K/V (engine_impl.h), so what is cut
+    // off stays cached, valid, for later reuse.
+    if (t->temp.valid()) (void)tree_->Release(t->temp);
+    if (t->branch.valid()) {
+      if (t->owns_branch) {
+        (void)tree_->Release(t->branch);
+      } else if (t->kind != Task::Kind::kScore) {
+        (void)tree_->Truncate(t->branch, t->start_length);
+      }
+    }
+  }
+  t->temp = {};
+  t->status = std::move(status);
+  t->done = true;
+  --t->request->remaining;
+}
+
+void EngineImpl::CompleteTask(Task* t) {
+  if (t->done) return;
+  if (t->kind == Task::Kind::kScore) {
+    if (t->temp.valid()) (void)tree_->Release(t->temp);
+    t->temp = {};
+    double sum = 0;
+    for (float lp : t->score.token_logprobs) sum += lp;
+    t->score.logprob = sum;
+  }
+  t->status = absl::OkStatus();
+  t->done = true;
+  --t->request->remaining;
+}
+
+void EngineImpl::PublishCompleted(std::vector<Task*>& active) {
+  const StepCounters& c = counters_;
+  if (c.forward) {
+    ++stats_.forward_passes;
+    stats_.forward_seconds += c.seconds;
+    if (c.decoded) {
+      ++stats_.decode_steps;
+      stats_.decode_seconds += c.seconds;
+    }
+    stats_.max_rows_in_step = std::max(stats_.max_rows_in_step, c.rows);
+    stats_.kv_tokens_read += c.kv_read;
+    stats_.kv_tokens_attended += c.kv_attended;
+  }
+  stats_.tokens_generated += c.generated;
+  stats_.tokens_prefilled += c.prefilled;
+  stats_.tokens_reused += c.reused;
+  stats_.tokens_scored += c.scored;
+  counters_ = StepCounters{};
+  std::vector<Request*> finished;
+  size_t keep = 0;
+  for (Task* t : active) {
+    if (!t->done) {
+      active[keep++] = t;
+      continue;
+    }
+    if (t->request->remaining == 0 && !t->request->finished &&
+        std::find(finished.begin(), finished.end(), t->request) == finished.end()) {
+      finished.push_back(t->request);
+    }
+  }
+  active.resize(keep);
+  for (Request* r : finished) {
+    for (auto& task : r->tasks) {
+      Task& t = *task;
+      if (t.kind == Task::Kind::kPrefill && t.owns_branch) {
+        if (t.status.ok()) {
+          t.id = BranchId{next_branch_id_++};
+          BranchRecord& rec = records_[t.id.value];
+          rec.branch = t.branch;
+          rec.tokens_reused = t.reused;
+          ++stats_.live_branches;
+        }
+        continue;
+      }
+      auto it = records_.find(t.id.value);
+      if (it == records_.end()) continue;
+      it->second.busy = false;
+      if (t.kind == Task::Kind::kPrefill && t.status.ok()) it->second.tokens_reused += t.reused;
+    }
+    r->finished = true;
+  }
+}
+
+}  // namespace banyan::engine
