@@ -1,0 +1,83 @@
+// TreeParams: everything the attention kernels read, one struct for the whole
+// family (persistent tree/decode kernel and merge). All pointers are device
+// pointers; shapes are written beside each. Plus the shared-memory KV tile
+// loader both item kinds use.
+#ifndef BANYAN_ATTENTION_KERNELS_PARAMS_CUH_
+#define BANYAN_ATTENTION_KERNELS_PARAMS_CUH_
+
+#include <cstdint>
+
+#include "attention/kernels/mma.cuh"
+#include "attention/work_plan.h"
+
+namespace banyan::attention::kernels {
+
+struct TreeParams {
+  // The AttentionPlan (attention_plan.h), copied to the device.
+  const int32_t* segment_page_indptr;   // [num_segments + 1]
+  const int32_t* page_indices;          // [num_page_refs]
+  const int32_t* segment_first_slot;    // [num_segments]
+  const int32_t* segment_entry_indptr;  // [num_segments + 1]
+  const int32_t* entry_query;           // [num_entries]
+  const int32_t* entry_kv_limit;        // [num_entries]
+  const int32_t* query_entry_indptr;    // [num_queries + 1]
+  const int32_t* query_entries;         // [num_entries]
+  // The WorkPlan (work_plan.h).
+  const WorkItem* items;                // [num_items], grouped by CTA
+  const int32_t* cta_item_indptr;       // [gridDim.x + 1]
+  const int32_t* entry_partial_base;    // [num_entries]
+  const int32_t* entry_num_chunks;      // [num_entries]
+  const int32_t* num_queries;           // [1] (device scalar: the grid never depends on it)
+  // Tensors.
+  const void* kv_pool;   // KvLayout (kv_layout.h) of the KV dtype
+  int64_t k_plane;       // element offset of the layer's K plane
+  int64_t v_plane;       // element offset of the layer's V plane
+  int32_t num_kv_heads;
+  int32_t page_size;
+  const void* q;         // [num_queries][num_q_heads][D] of q_dtype
+  int32_t q_dtype;       // banyan::DType code
+  int32_t num_q_heads;
+  int32_t group;         // num_q_heads / num_kv_heads
+  float scale_log2;      // softmax scale * log2(e)
+  float* partial_o;      // [num_partials][num_q_heads][D], normalized
+  float* partial_lse;    // [num_partials][num_q_heads], log2 domain
+  void* out;             // [num_queries][num_q_heads][D] of out_dtype
+  int32_t out_dtype;
+  float* lse;            // optional [num_queries][num_q_heads], natural log
+};
+
+// Row stride (elements) of a shared-memory KV tile: 16 bytes of padding so
+// that 8 consecutive rows fall in distinct banks for ldmatrix and 16-byte loads.
+template <typename T, int D>
+inline constexpr int kSmemStride = D + 16 / static_cast<int>(sizeof(T));
+
+// Loads tokens [tok0, tok0 + kTokens) of one segment's K and V for one KV
+// head into sK / sV ([kTokens][kSmemStride]) with cp.async; tokens at or past
+// `tok_end` are zero-filled (never read). Every thread of the block calls it;
+// the caller commits and waits.
+template <typename T, int D, int kTokens, int kThreads>
+__device__ __forceinline__ void LoadKvTile(const TreeParams& p, const int32_t* pages, int32_t first_slot,
+                                           int32_t kv_head, int32_t tok0, int32_t tok_end, T* sK, T* sV) {
+  constexpr int kVecs = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte vectors per row
+  constexpr int kElemsPerVec = 16 / static_cast<int>(sizeof(T));
+  const T* pool = static_cast<const T*>(p.kv_pool);
+  for (int i = threadIdx.x; i < kTokens * kVecs; i += kThreads) {
+    const int row = i / kVecs;
+    const int vec = i % kVecs;
+    const int32_t tok = tok0 + row;
+    const bool valid = tok < tok_end;
+    int64_t offset = 0;
+    if (valid) {
+      const int32_t pos = first_slot + tok;
+      const int64_t page = pages[pos / p.page_size];
+      offset = ((page * p.num_kv_heads + kv_head) * p.page_size + pos % p.page_size) * D + vec * kElemsPerVec;
+    }
+    const int s = row * kSmemStride<T, D> + vec * kElemsPerVec;
+    CpAsync16(sK + s, pool + p.k_plane + offset, valid);
+    CpAsync16(sV + s, pool + p.v_plane + offset, valid);
+  }
+}
+
+}  // namespace banyan::attention::kernels
+
+#endif  // BANYAN_ATTENTION_KERNELS_PARAMS_CUH_

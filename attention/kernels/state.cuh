@@ -1,0 +1,47 @@
+// The online-softmax state and the merge of partial states: the only place in
+// Banyan's CUDA code where that math lives (the CPU reference has its own
+// double version in reference/). Every kernel keeps scores in the log2 domain:
+// s2 = scale * log2(e) * q . k, so exp(x) becomes exp2f(x2) (one MUFU op).
+//
+// State of one query row over the tokens seen so far:
+//   m  the largest s2 seen (-inf while no token has been seen),
+//   l  sum of exp2(s2 - m) over the tokens,
+//   o  sum of exp2(s2 - m) * v (normalized by l only at the end).
+// Edge cases: a row with no visible token keeps m = -inf and l = 0; its
+// partial is written as o = 0, lse2 = -inf and has weight 0 in the merge.
+// SafeMax turns -inf into 0 so that exp2(-inf - m) never becomes NaN.
+#ifndef BANYAN_ATTENTION_KERNELS_STATE_CUH_
+#define BANYAN_ATTENTION_KERNELS_STATE_CUH_
+
+#include <math_constants.h>
+
+namespace banyan::attention::kernels {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kLn2 = 0.6931471805599453f;
+
+__device__ __forceinline__ float SafeMax(float m) { return m == -CUDART_INF_F ? 0.0f : m; }
+
+// Moves the running max from m_old to m_new (>= m_old); returns the factor
+// that l and o must be multiplied by (0 when the state was empty).
+__device__ __forceinline__ float RescaleFactor(float m_old, float m_new) { return exp2f(m_old - SafeMax(m_new)); }
+
+// exp2 of a score against the running max (0 for masked scores, s2 = -inf).
+__device__ __forceinline__ float Prob(float s2, float m) { return exp2f(s2 - SafeMax(m)); }
+
+// Final log2-sum-exp2 of a state; -inf for an empty state.
+__device__ __forceinline__ float FinalLse2(float m, float l) { return l > 0.0f ? m + log2f(l) : -CUDART_INF_F; }
+// 1 / l, or 0 for an empty state (its o is then 0).
+__device__ __forceinline__ float FinalScale(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
+
+// Merge (hydragen eq. 5) in two passes: the max of the parts' lse2, then each
+// part's weight exp2(lse2_i - max); o = sum w_i o_i / sum w_i and
+// lse2 = max + log2(sum w_i). Parts with lse2 = -inf get weight 0.
+__device__ __forceinline__ float MergeWeight(float lse2, float max_lse2) { return exp2f(lse2 - SafeMax(max_lse2)); }
+__device__ __forceinline__ float MergedLse2(float max_lse2, float weight_sum) {
+  return weight_sum > 0.0f ? SafeMax(max_lse2) + log2f(weight_sum) : -CUDART_INF_F;
+}
+
+}  // namespace banyan::attention::kernels
+
+#endif  // BANYAN_ATTENTION_KERNELS_STATE_CUH_

@@ -1,0 +1,175 @@
+// The batched (tree) work item: a tile of up to kTileRows packed query rows
+// (entries of one segment x the query heads of one KV group) attends a chunk
+// of the segment's KV on tensor cores (hydragen 3.2: the shared KV is read
+// once for the whole tile). 4 warps; warp w owns packed rows 16w..16w+15 and
+// the whole head dimension. Per 64-token KV tile (double-buffered cp.async):
+//   S[16 x 64] = Q[16 x D] . K^T     (mma.sync m16n8k16, K via ldmatrix)
+//   online softmax per row (state.cuh), P in registers as the next A operand
+//   O[16 x D] += P[16 x 64] . V      (V via ldmatrix.trans)
+// The partial (o / l, lse2) of every row goes to its (entry, chunk) slot.
+#ifndef BANYAN_ATTENTION_KERNELS_TREE_CUH_
+#define BANYAN_ATTENTION_KERNELS_TREE_CUH_
+
+#include "attention/kernels/mma.cuh"
+#include "attention/kernels/params.cuh"
+#include "attention/kernels/state.cuh"
+
+namespace banyan::attention::kernels {
+
+inline constexpr int kThreads = 128;
+
+// Shared memory of a batched item: two stages of K and V tiles.
+template <typename T, int D>
+inline constexpr int kBatchedSmemBytes = 2 * 2 * kKvTile * kSmemStride<T, D> * static_cast<int>(sizeof(T));
+
+template <typename T, int D>
+__device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkItem& it, char* smem,
+                                               int* s_max_limit) {
+  constexpr int kStride = kSmemStride<T, D>;
+  constexpr int kTileElems = kKvTile * kStride;
+  constexpr int kKSteps = D / 16;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, tq = lane % 4;
+  const int32_t seg = it.segment;
+  const int32_t seg_entry0 = p.segment_entry_indptr[seg];
+  const int32_t* pages = p.page_indices + p.segment_page_indptr[seg];
+  const int32_t first_slot = p.segment_first_slot[seg];
+
+  // This thread's two rows (r = 0: packed row 16w + g, r = 1: 16w + g + 8).
+  int32_t entry[2], head[2], qrow[2], limit[2];
+  bool valid[2];
+  int local_max = 0;
+  for (int r = 0; r < 2; ++r) {
+    const int local = warp * 16 + gq + r * 8;
+    valid[r] = local < it.row_count;
+    const int32_t packed = it.row_begin + (valid[r] ? local : 0);
+    entry[r] = seg_entry0 + packed / p.group;
+    head[r] = it.kv_head * p.group + packed % p.group;
+    qrow[r] = p.entry_query[entry[r]];
+    limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
+    local_max = max(local_max, limit[r]);
+  }
+  if (threadIdx.x == 0) *s_max_limit = 0;
+  __syncthreads();
+  atomicMax(s_max_limit, local_max);
+  __syncthreads();
+  const int32_t kv_end = *s_max_limit;  // no row of the tile sees past this
+  const bool warp_active = warp * 16 < it.row_count;
+
+  // Q fragments (scale applied to S later, in fp32).
+  uint32_t qf[kKSteps][4];
+  for (int ks = 0; ks < kKSteps; ++ks) {
+    for (int half = 0; half < 2; ++half) {
+      for (int r = 0; r < 2; ++r) {
+        float x = 0.0f, y = 0.0f;
+        if (valid[r]) {
+          const int64_t base = (int64_t{qrow[r]} * p.num_q_heads + head[r]) * D + ks * 16 + half * 8 + tq * 2;
+          x = LoadAny(p.q, p.q_dtype, base);
+          y = LoadAny(p.q, p.q_dtype, base + 1);
+        }
+        qf[ks][half * 2 + r] = PackPair<T>(x, y);
+      }
+    }
+  }
+
+  float o[D / 8][4];
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
+
+  T* tiles = reinterpret_cast<T*>(smem);
+  const int num_tiles = kv_end > it.kv_begin ? (kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
+  if (num_tiles > 0) {
+    LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin, kv_end, tiles,
+                                        tiles + kTileElems);
+    CpAsyncCommit();
+  }
+  for (int t = 0; t < num_tiles; ++t) {
+    if (t + 1 < num_tiles) {
+      T* next = tiles + ((t + 1) & 1) * 2 * kTileElems;
+      LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + (t + 1) * kKvTile, kv_end,
+                                          next, next + kTileElems);
+      CpAsyncCommit();
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();
+    if (warp_active) {
+      const T* sK = tiles + (t & 1) * 2 * kTileElems;
+      const T* sV = sK + kTileElems;
+      const int32_t tok0 = it.kv_begin + t * kKvTile;
+      float s[8][4];
+      for (int i = 0; i < 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+      const int mat = lane / 8, mrow = lane % 8;
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        for (int np = 0; np < 4; ++np) {
+          uint32_t b[4];
+          LdMatrixX4(b, sK + (np * 16 + (mat / 2) * 8 + mrow) * kStride + ks * 16 + (mat % 2) * 8);
+          Mma16816<T>(s[2 * np], qf[ks], b[0], b[1]);
+          Mma16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
+        }
+      }
+      // Scale, mask, row max over the 4 threads of a row.
+      float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+      for (int nt = 0; nt < 8; ++nt) {
+        for (int j = 0; j < 4; ++j) {
+          const int r = j / 2;
+          const int32_t tok = tok0 + nt * 8 + tq * 2 + (j % 2);
+          s[nt][j] = tok < limit[r] ? s[nt][j] * p.scale_log2 : -CUDART_INF_F;
+          tile_max[r] = fmaxf(tile_max[r], s[nt][j]);
+        }
+      }
+      float factor[2];
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float m_new = fmaxf(m[r], tile_max[r]);
+        factor[r] = RescaleFactor(m[r], m_new);
+        m[r] = m_new;
+        l[r] *= factor[r];
+      }
+      for (int i = 0; i < D / 8; ++i) {
+        o[i][0] *= factor[0];
+        o[i][1] *= factor[0];
+        o[i][2] *= factor[1];
+        o[i][3] *= factor[1];
+      }
+      uint32_t pa[4][4];
+      for (int nt = 0; nt < 8; ++nt) {
+        for (int j = 0; j < 4; ++j) {
+          s[nt][j] = Prob(s[nt][j], m[j / 2]);
+          l[j / 2] += s[nt][j];
+        }
+        // n-tile nt covers tokens 8nt..8nt+7: k-step nt / 2, low or high half.
+        pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt][0], s[nt][1]);
+        pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt][2], s[nt][3]);
+      }
+      for (int kk = 0; kk < 4; ++kk) {
+        for (int dp = 0; dp < D / 16; ++dp) {
+          uint32_t b[4];
+          LdMatrixX4Trans(b, sV + (kk * 16 + (mat % 2) * 8 + mrow) * kStride + dp * 16 + (mat / 2) * 8);
+          Mma16816<T>(o[2 * dp], pa[kk], b[0], b[1]);
+          Mma16816<T>(o[2 * dp + 1], pa[kk], b[2], b[3]);
+        }
+      }
+    }
+    __syncthreads();  // the stage read now is the one loaded next
+  }
+
+  // Finish: row sums over the 4 threads of a row, then the partial states.
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    if (!valid[r]) continue;
+    const int64_t slot = int64_t{p.entry_partial_base[entry[r]]} + it.chunk;
+    const float inv = FinalScale(l[r]);
+    float* dst = p.partial_o + (slot * p.num_q_heads + head[r]) * D;
+    for (int i = 0; i < D / 8; ++i) {
+      *reinterpret_cast<float2*>(dst + i * 8 + tq * 2) = make_float2(o[i][r * 2] * inv, o[i][r * 2 + 1] * inv);
+    }
+    if (tq == 0) p.partial_lse[slot * p.num_q_heads + head[r]] = FinalLse2(m[r], l[r]);
+  }
+}
+
+}  // namespace banyan::attention::kernels
+
+#endif  // BANYAN_ATTENTION_KERNELS_TREE_CUH_

@@ -1,0 +1,219 @@
+// Host side of the CUDA attention: bucketed device buffers, the upload of
+// plan and work list, and the one dispatch layer that turns (KV dtype,
+// head_dim) into template instantiations of the kernels in kernels/.
+#include "attention/tree_attention.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "attention/kernels/merge.cuh"
+#include "attention/kernels/persistent.cuh"
+#include "banyan/status_macros.h"
+#include "sdk/gpu/cuda_status.h"
+
+namespace banyan::attention {
+namespace {
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// The dispatch layer: calls fn(TypeTag<T>{}, std::integral_constant<int, D>{})
+// for the KV element type and head dimension. REQUIRES: validated arguments.
+template <typename Fn>
+absl::Status Dispatch(DType kv_dtype, int32_t head_dim, Fn&& fn) {
+  auto with_dim = [&](auto tag) -> absl::Status {
+    if (head_dim == 64) return fn(tag, std::integral_constant<int, 64>{});
+    if (head_dim == 128) return fn(tag, std::integral_constant<int, 128>{});
+    return absl::InvalidArgumentError(absl::StrCat("attention: unsupported head_dim ", head_dim));
+  };
+  switch (kv_dtype) {
+    case DType::kF32: return with_dim(TypeTag<float>{});
+    case DType::kBf16: return with_dim(TypeTag<__nv_bfloat16>{});
+    case DType::kF16: return with_dim(TypeTag<__half>{});
+  }
+  return absl::InvalidArgumentError("attention: unsupported KV dtype");
+}
+
+// Sets the kernel's shared-memory limit; returns how many CTAs fit on an SM.
+template <typename T, int D>
+absl::StatusOr<int> ConfigureKernel() {
+  constexpr int kSmem = kernels::kPersistentSmemBytes<T, D>;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentAttentionKernel<T, D>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  int blocks = 0;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, kernels::PersistentAttentionKernel<T, D>, kernels::kThreads, kSmem));
+  return std::max(1, blocks);
+}
+
+int64_t Bucket(int64_t n) {
+  int64_t c = 64;
+  while (c < n) c *= 2;
+  return c;
+}
+
+enum Array { kSegPageIndptr, kPages, kFirstSlot, kSegEntryIndptr, kEntryQuery, kEntryLimit, kQueryIndptr,
+             kQueryEntries, kItems, kCtaIndptr, kPartialBase, kNumChunks, kNumQueries, kNumArrays };
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TreeAttention>> TreeAttention::Create() {
+  int device = 0;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  std::unique_ptr<TreeAttention> runner(new TreeAttention());
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&runner->num_sms_, cudaDevAttrMultiProcessorCount, device));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&runner->staging_free_, cudaEventDisableTiming));
+  return runner;
+}
+
+TreeAttention::~TreeAttention() {
+  if (staging_free_ != nullptr) (void)cudaEventDestroy(staging_free_);
+}
+
+absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t stream) {
+  const int32_t nq = plan.num_queries;
+  const std::pair<const void*, int64_t> arrays[kNumArrays] = {
+      {plan.segment_page_indptr.data(), static_cast<int64_t>(plan.segment_page_indptr.size())},
+      {plan.page_indices.data(), static_cast<int64_t>(plan.page_indices.size())},
+      {plan.segment_first_slot.data(), static_cast<int64_t>(plan.segment_first_slot.size())},
+      {plan.segment_entry_indptr.data(), static_cast<int64_t>(plan.segment_entry_indptr.size())},
+      {plan.entry_query.data(), static_cast<int64_t>(plan.entry_query.size())},
+      {plan.entry_kv_limit.data(), static_cast<int64_t>(plan.entry_kv_limit.size())},
+      {plan.query_entry_indptr.data(), static_cast<int64_t>(plan.query_entry_indptr.size())},
+      {plan.query_entries.data(), static_cast<int64_t>(plan.query_entries.size())},
+      {work_.items.data(), static_cast<int64_t>(work_.items.size() * sizeof(WorkItem) / 4)},
+      {work_.cta_item_indptr.data(), static_cast<int64_t>(work_.cta_item_indptr.size())},
+      {work_.entry_partial_base.data(), static_cast<int64_t>(work_.entry_partial_base.size())},
+      {work_.entry_num_chunks.data(), static_cast<int64_t>(work_.entry_num_chunks.size())},
+      {&nq, 1},
+  };
+  // Offsets from bucketed capacities: unchanged while every array fits its bucket.
+  int64_t offsets[kNumArrays + 1];
+  offsets[0] = 0;
+  bool grow = false;
+  for (int a = 0; a < kNumArrays; ++a) {
+    const int64_t current = offsets_[a + 1] - offsets_[a];
+    const int64_t cap = std::max(current, Bucket(arrays[a].second));
+    grow |= cap != current;
+    offsets[a + 1] = offsets[a] + cap;
+  }
+  // The previous upload must have left the staging buffer before it is rewritten.
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staging_free_));
+  const size_t bytes = static_cast<size_t>(offsets[kNumArrays]) * 4;
+  if (grow || blob_.size() < bytes) {
+    BANYAN_ASSIGN_OR_RETURN(blob_, gpu::DeviceBuffer::Allocate(bytes));
+    BANYAN_ASSIGN_OR_RETURN(staging_, gpu::PinnedBuffer::Allocate(bytes));
+    std::copy(offsets, offsets + kNumArrays + 1, offsets_);
+  }
+  int32_t* host = staging_.As<int32_t>();
+  for (int a = 0; a < kNumArrays; ++a) {
+    if (arrays[a].second > 0) std::memcpy(host + offsets_[a], arrays[a].first, arrays[a].second * 4);
+  }
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(blob_.data(), host, bytes, cudaMemcpyHostToDevice, stream));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaEventRecord(staging_free_, stream));
+  return absl::OkStatus();
+}
+
+absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream) {
+  BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args));
+  int ctas_per_sm = 1;
+  BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, decltype(dim)::value>()));
+    return absl::OkStatus();
+  }));
+  DeviceModel device;
+  device.num_sms = num_sms_;
+  device.ctas_per_sm = ctas_per_sm;
+  const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
+                        static_cast<int32_t>(DTypeSize(args.kv_dtype))};
+  work_ = BuildWorkPlan(*args.plan, shape, device, path);
+  grid_ = device.num_ctas();
+  BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
+  const int64_t slots = Bucket(int64_t{work_.num_partials} * args.num_q_heads);
+  const size_t partial_bytes = static_cast<size_t>(slots) * (args.head_dim() + 1) * sizeof(float);
+  if (partials_.size() < partial_bytes) {
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // the old partials may still be in use
+    BANYAN_ASSIGN_OR_RETURN(partials_, gpu::DeviceBuffer::Allocate(partial_bytes));
+  }
+  prepared_plan_ = args.plan;
+  prepared_queries_ = args.plan->num_queries;
+  prepared_entries_ = args.plan->num_entries();
+  prepared_q_heads_ = args.num_q_heads;
+  prepared_head_dim_ = args.head_dim();
+  prepared_kv_dtype_ = args.kv_dtype;
+  return absl::OkStatus();
+}
+
+absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) {
+  if (args.plan == nullptr || args.plan->num_queries != prepared_queries_ ||
+      args.plan->num_entries() != prepared_entries_ || args.num_q_heads != prepared_q_heads_ ||
+      args.head_dim() != prepared_head_dim_ || args.kv_dtype != prepared_kv_dtype_) {
+    return absl::FailedPreconditionError("attention: Run without a Prepare of the same plan shape");
+  }
+  if (prepared_queries_ == 0) return absl::OkStatus();
+  const int32_t* blob = blob_.As<int32_t>();
+  kernels::TreeParams p{};
+  p.segment_page_indptr = blob + offsets_[kSegPageIndptr];
+  p.page_indices = blob + offsets_[kPages];
+  p.segment_first_slot = blob + offsets_[kFirstSlot];
+  p.segment_entry_indptr = blob + offsets_[kSegEntryIndptr];
+  p.entry_query = blob + offsets_[kEntryQuery];
+  p.entry_kv_limit = blob + offsets_[kEntryLimit];
+  p.query_entry_indptr = blob + offsets_[kQueryIndptr];
+  p.query_entries = blob + offsets_[kQueryEntries];
+  p.items = reinterpret_cast<const WorkItem*>(blob + offsets_[kItems]);
+  p.cta_item_indptr = blob + offsets_[kCtaIndptr];
+  p.entry_partial_base = blob + offsets_[kPartialBase];
+  p.entry_num_chunks = blob + offsets_[kNumChunks];
+  p.num_queries = blob + offsets_[kNumQueries];
+  p.kv_pool = args.kv_pool;
+  p.k_plane = args.layout.PlaneOffset(args.layer, 0);
+  p.v_plane = args.layout.PlaneOffset(args.layer, 1);
+  p.num_kv_heads = args.layout.num_kv_heads;
+  p.page_size = args.layout.page_size;
+  p.q = args.q;
+  p.q_dtype = static_cast<int32_t>(args.q_dtype);
+  p.num_q_heads = args.num_q_heads;
+  p.group = args.group_size();
+  p.scale_log2 = args.scale * kernels::kLog2e;
+  p.partial_o = partials_.As<float>();
+  p.partial_lse = p.partial_o + (partials_.size() / sizeof(float) / (args.head_dim() + 1)) * args.head_dim();
+  p.out = args.out;
+  p.out_dtype = static_cast<int32_t>(args.out_dtype);
+  p.lse = args.lse;
+  const int merge_grid = num_sms_ * 8;
+  return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    constexpr int D = decltype(dim)::value;
+    kernels::PersistentAttentionKernel<T, D>
+        <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D>, stream>>>(p);
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    kernels::MergeKernel<D><<<merge_grid, kernels::kMergeThreads, 0, stream>>>(p);
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    return absl::OkStatus();
+  });
+}
+
+absl::Status TreeAttention::Attend(const AttentionArgs& args, PathChoice path, cudaStream_t stream) {
+  BANYAN_RETURN_IF_ERROR(Prepare(args, path, stream));
+  return Run(args, stream);
+}
+
+absl::Status BifurcatedAttention(TreeAttention& runner, const AttentionArgs& args, const PagedRun& context,
+                                 absl::Span<const PagedRun> samples, cudaStream_t stream) {
+  BANYAN_ASSIGN_OR_RETURN(const AttentionPlan plan, MakeBifurcatedPlan(context, samples, args.layout.page_size));
+  AttentionArgs with_plan = args;
+  with_plan.plan = &plan;
+  return runner.Attend(with_plan, PathChoice::kAuto, stream);
+}
+
+}  // namespace banyan::attention

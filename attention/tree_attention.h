@@ -1,0 +1,97 @@
+// TreeAttention: the CUDA attention runner. It takes an AttentionPlan (decode
+// over a tree, prefill of new tokens over their ancestors, or plain
+// per-sequence decode: every case is a plan) and computes, per query row, the
+// attention over all of its entries:
+//
+//   BANYAN_ASSIGN_OR_RETURN(auto runner, TreeAttention::Create());
+//   BANYAN_RETURN_IF_ERROR(runner->Prepare(args, PathChoice::kAuto, stream));  // host work + upload
+//   BANYAN_RETURN_IF_ERROR(runner->Run(args, stream));                          // launches only
+//
+// Prepare validates the arguments, runs the cost model and stream-K planner
+// (work_plan.h) and copies the plan and work list to device buffers sized in
+// power-of-two buckets. Run issues two launches on `stream` (the persistent
+// item kernel, then the merge) and never synchronizes with the host, so it
+// can be captured into a CUDA graph; a captured graph stays valid for later
+// plans as long as Prepare keeps the same buckets (buckets() reports them) and
+// the tensors stay at the same addresses.
+//
+// Pointers in AttentionArgs are device pointers here, except args.plan
+// (host). Supported: KV fp32 / bf16 / fp16 (tensor cores for 16-bit KV,
+// CUDA cores for fp32), q and out of any of the three dtypes, head_dim 64 and
+// 128, any GQA ratio. Errors: kInvalidArgument (ValidateAttentionArgs),
+// kFailedPrecondition (Run before Prepare, or with a different plan shape),
+// CUDA errors mapped by cuda_status.h.
+// Thread-compatible: one runner per stream; distinct runners are independent.
+#ifndef BANYAN_ATTENTION_TREE_ATTENTION_H_
+#define BANYAN_ATTENTION_TREE_ATTENTION_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "attention/attention_args.h"
+#include "attention/bifurcated.h"
+#include "attention/work_plan.h"
+#include "sdk/gpu/device_buffer.h"
+
+namespace banyan::attention {
+
+class TreeAttention {
+ public:
+  // A runner for the current CUDA device. kUnavailable without a device.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TreeAttention>> Create();
+
+  TreeAttention(const TreeAttention&) = delete;
+  TreeAttention& operator=(const TreeAttention&) = delete;
+  ~TreeAttention();
+
+  // Plans `args` and uploads the plan asynchronously on `stream`. Blocks only
+  // until the previous Prepare's upload has left the staging buffer.
+  [[nodiscard]] absl::Status Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream);
+  // Runs the prepared plan: writes args.out and, when not null, args.lse.
+  // REQUIRES: args describes the same plan shape as the last Prepare.
+  [[nodiscard]] absl::Status Run(const AttentionArgs& args, cudaStream_t stream);
+  // Prepare + Run.
+  [[nodiscard]] absl::Status Attend(const AttentionArgs& args, PathChoice path, cudaStream_t stream);
+
+  const WorkPlan& work_plan() const { return work_; }
+  int32_t grid_size() const { return grid_; }
+  int32_t num_sms() const { return num_sms_; }
+
+ private:
+  TreeAttention() = default;
+  absl::Status Upload(const AttentionPlan& plan, cudaStream_t stream);
+
+  int32_t num_sms_ = 0;
+  int32_t grid_ = 0;
+  WorkPlan work_;
+  // Shape of the prepared plan, checked by Run.
+  const AttentionPlan* prepared_plan_ = nullptr;
+  int32_t prepared_queries_ = -1;
+  int32_t prepared_entries_ = -1;
+  int32_t prepared_q_heads_ = 0;
+  int32_t prepared_head_dim_ = 0;
+  DType prepared_kv_dtype_ = DType::kBf16;
+  // Device copies: one int32 blob with arrays at bucketed offsets, the partials.
+  gpu::DeviceBuffer blob_;
+  gpu::PinnedBuffer staging_;
+  gpu::DeviceBuffer partials_;
+  cudaEvent_t staging_free_ = nullptr;
+  int64_t offsets_[14] = {};
+};
+
+// Bifurcated attention (bifurcated-attention 4.2-4.3): one shared context and
+// one suffix per sample, row i = sample i. A thin entry point: builds the
+// two-level plan (bifurcated.h) and runs it with `runner`. `args.plan` is
+// ignored; the other fields are as for Run.
+[[nodiscard]] absl::Status BifurcatedAttention(TreeAttention& runner, const AttentionArgs& args,
+                                               const PagedRun& context, absl::Span<const PagedRun> samples,
+                                               cudaStream_t stream);
+
+}  // namespace banyan::attention
+
+#endif  // BANYAN_ATTENTION_TREE_ATTENTION_H_

@@ -1,0 +1,196 @@
+// GPU tests: every kernel path against the double CPU reference on fresh
+// random inputs and random plans, outputs poisoned (NaN) before each run.
+#include "attention/tree_attention.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "attention/reference/reference_attention.h"
+#include "attention/testing/random_plan.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sdk/base/status_testing.h"
+#include "sdk/gpu/device_buffer.h"
+#include "sdk/gpu/gpu_test_util.h"
+
+namespace banyan::attention {
+namespace {
+
+using ::banyan::testing::StatusIs;
+using testing::RelativeError;
+using testing::ToDoubles;
+
+struct GpuCase {
+  int32_t levels, leaves, max_length, kv_heads, q_heads, head_dim;
+  DType kv_dtype, q_dtype, out_dtype;
+  bool prefill;
+  PathChoice path;
+  int32_t page_size;
+};
+
+// Device copies of one problem and its outputs.
+struct DeviceProblem {
+  gpu::DeviceBuffer kv, q, out, lse;
+};
+
+absl::StatusOr<DeviceProblem> Upload(const testing::AttentionProblem& p, int64_t out_bytes, int64_t lse_count) {
+  DeviceProblem d;
+  BANYAN_ASSIGN_OR_RETURN(d.kv, gpu::DeviceBuffer::Allocate(p.kv.size()));
+  BANYAN_ASSIGN_OR_RETURN(d.q, gpu::DeviceBuffer::Allocate(p.q.size()));
+  BANYAN_ASSIGN_OR_RETURN(d.out, gpu::DeviceBuffer::Allocate(out_bytes));
+  BANYAN_ASSIGN_OR_RETURN(d.lse, gpu::DeviceBuffer::Allocate(lse_count * 4));
+  BANYAN_RETURN_IF_ERROR(d.kv.CopyFromHost(p.kv.data(), p.kv.size()));
+  BANYAN_RETURN_IF_ERROR(d.q.CopyFromHost(p.q.data(), p.q.size()));
+  return d;
+}
+
+class TreeAttentionGpuTest : public ::testing::TestWithParam<GpuCase> {};
+
+TEST_P(TreeAttentionGpuTest, MatchesReference) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  const GpuCase c = GetParam();
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  for (int trial = 0; trial < 2; ++trial) {
+    Rng rng(uint64_t{0x5eed} + trial * 7919 + c.leaves * 31 + c.levels * 3 + c.head_dim + static_cast<int>(c.path));
+    testing::RandomTreeOptions opt;
+    opt.levels = c.levels;
+    opt.leaves = c.leaves;
+    opt.max_length = c.max_length;
+    opt.plan.prefill = c.prefill;
+    opt.plan.page_size = c.page_size;
+    const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
+    const testing::AttentionProblem p = testing::MakeProblem(
+        tree, {c.kv_heads, c.q_heads, c.head_dim, 2, 1, c.kv_dtype, c.q_dtype}, rng);
+    const int64_t n = int64_t{tree.plan.num_queries} * c.q_heads * c.head_dim;
+    const int64_t nl = int64_t{tree.plan.num_queries} * c.q_heads;
+    std::vector<float> want(n), want_lse(nl);
+    BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
+    BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * DTypeSize(c.out_dtype), nl));
+    BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN in every float dtype
+    BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
+    AttentionArgs args = p.Args(tree.plan, d.out.data(), c.out_dtype, d.lse.As<float>());
+    args.kv_pool = d.kv.data();
+    args.q = d.q.data();
+    BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
+    BANYAN_ASSERT_OK(stream.Synchronize());
+    std::vector<uint8_t> got(n * DTypeSize(c.out_dtype));
+    std::vector<float> got_lse(nl);
+    BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), got.size()));
+    BANYAN_ASSERT_OK(d.lse.CopyToHost(got_lse.data(), nl * 4));
+    const bool wide = c.kv_dtype == DType::kF32 && c.q_dtype == DType::kF32 && c.out_dtype == DType::kF32;
+    const double err = RelativeError(ToDoubles(got.data(), c.out_dtype, n), ToDoubles(want.data(), DType::kF32, n));
+    const double lse_err =
+        RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
+    std::printf("[ case ] rows %d entries %d items %zu rel_err %.3g lse_rel_err %.3g\n", tree.plan.num_queries,
+                tree.plan.num_entries(), runner->work_plan().items.size(), err, lse_err);
+    EXPECT_LT(err, wide ? 1e-4 : 1e-2) << "rows " << tree.plan.num_queries << " items "
+                                       << runner->work_plan().items.size();
+    EXPECT_LT(lse_err, wide ? 1e-5 : 2e-3);
+  }
+}
+
+constexpr DType kB = DType::kBf16, kH = DType::kF16, kF = DType::kF32;
+INSTANTIATE_TEST_SUITE_P(
+    RandomPlans, TreeAttentionGpuTest,
+    ::testing::Values(
+        // levels, leaves, max_len, kv_heads, q_heads, D, kv, q, out, prefill, path, page_size
+        GpuCase{1, 1, 700, 1, 1, 128, kB, kB, kF, false, PathChoice::kAuto, 16},
+        GpuCase{2, 64, 300, 1, 8, 128, kB, kB, kB, false, PathChoice::kAuto, 16},
+        GpuCase{2, 256, 200, 8, 32, 128, kB, kB, kF, false, PathChoice::kAuto, 16},
+        GpuCase{3, 100, 150, 2, 8, 64, kH, kH, kH, false, PathChoice::kAuto, 16},
+        GpuCase{4, 300, 90, 1, 4, 128, kB, kF, kF, false, PathChoice::kBatched, 7},
+        GpuCase{5, 500, 60, 2, 2, 64, kB, kB, kF, false, PathChoice::kAuto, 16},
+        GpuCase{2, 4096, 24, 1, 8, 64, kB, kB, kF, false, PathChoice::kAuto, 16},
+        GpuCase{3, 80, 120, 1, 8, 128, kB, kB, kF, false, PathChoice::kPerSequence, 16},
+        GpuCase{3, 80, 120, 1, 8, 128, kB, kB, kF, false, PathChoice::kFlattened, 16},
+        GpuCase{2, 40, 200, 2, 8, 64, kH, kH, kF, false, PathChoice::kFlattened, 5},
+        GpuCase{3, 50, 100, 2, 8, 128, kF, kF, kF, false, PathChoice::kAuto, 16},
+        GpuCase{2, 30, 90, 1, 4, 64, kF, kF, kF, false, PathChoice::kAuto, 8},
+        GpuCase{1, 2, 3000, 1, 80, 128, kB, kB, kF, false, PathChoice::kAuto, 16},
+        GpuCase{2, 6, 100, 1, 8, 128, kB, kB, kF, true, PathChoice::kAuto, 16},
+        GpuCase{3, 4, 70, 2, 8, 64, kH, kH, kF, true, PathChoice::kAuto, 16},
+        GpuCase{2, 5, 80, 2, 4, 128, kF, kF, kF, true, PathChoice::kAuto, 16}));
+
+TEST(TreeAttentionGpuApiTest, GraphCaptureAndErrors) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  Rng rng(99);
+  testing::RandomTreeOptions opt;
+  opt.levels = 3;
+  opt.leaves = 64;
+  opt.max_length = 200;
+  const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
+  const testing::AttentionProblem p = testing::MakeProblem(tree, {8, 32, 128, 2, 1, kB, kB}, rng);
+  const int64_t n = int64_t{tree.plan.num_queries} * 32 * 128;
+  std::vector<float> want(n);
+  BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), kF, nullptr)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * 4, 1));
+  AttentionArgs args = p.Args(tree.plan, d.out.data(), kF, nullptr);
+  args.kv_pool = d.kv.data();
+  args.q = d.q.data();
+  EXPECT_THAT(runner->Run(args, stream.get()), StatusIs(absl::StatusCode::kFailedPrecondition));
+  AttentionArgs bad = args;
+  bad.layout.head_dim = 96;
+  EXPECT_THAT(runner->Prepare(bad, PathChoice::kAuto, stream.get()), StatusIs(absl::StatusCode::kInvalidArgument));
+  BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+  BANYAN_ASSERT_OK(stream.Synchronize());
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const absl::Status run = runner->Run(args, stream.get());
+  ASSERT_EQ(cudaStreamEndCapture(stream.get(), &graph), cudaSuccess);
+  BANYAN_ASSERT_OK(run);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));
+    ASSERT_EQ(cudaGraphLaunch(exec, stream.get()), cudaSuccess);
+    BANYAN_ASSERT_OK(stream.Synchronize());
+    std::vector<float> got(n);
+    BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
+    EXPECT_LT(RelativeError(ToDoubles(got.data(), kF, n), ToDoubles(want.data(), kF, n)), 1e-2);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+TEST(TreeAttentionGpuApiTest, BifurcatedMatchesReference) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  Rng rng(5);
+  testing::PlanOptions popt;
+  const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, 48}, {1000, 37}), popt, rng);
+  const testing::AttentionProblem p = testing::MakeProblem(tree, {1, 8, 128, 1, 0, kB, kB}, rng);
+  const AttentionPlan& plan = tree.plan;
+  auto run_of = [&](int32_t s) {
+    PagedRun r;
+    r.pages.assign(plan.page_indices.begin() + plan.segment_page_indptr[s],
+                   plan.page_indices.begin() + plan.segment_page_indptr[s + 1]);
+    r.first_slot = plan.segment_first_slot[s];
+    r.length = plan.segment_length[s];
+    return r;
+  };
+  std::vector<PagedRun> samples;
+  for (int32_t s = 1; s <= 48; ++s) samples.push_back(run_of(s));
+  const int64_t n = 48 * 8 * 128;
+  std::vector<float> want(n);
+  BANYAN_ASSERT_OK(ReferenceAttention(p.Args(plan, want.data(), kF, nullptr)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * 4, 1));
+  BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));
+  AttentionArgs args = p.Args(plan, d.out.data(), kF, nullptr);
+  args.kv_pool = d.kv.data();
+  args.q = d.q.data();
+  BANYAN_ASSERT_OK(BifurcatedAttention(*runner, args, run_of(0), samples, stream.get()));
+  BANYAN_ASSERT_OK(stream.Synchronize());
+  std::vector<float> got(n);
+  BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
+  EXPECT_LT(RelativeError(ToDoubles(got.data(), kF, n), ToDoubles(want.data(), kF, n)), 1e-2);
+}
+
+}  // namespace
+}  // namespace banyan::attention

@@ -1,0 +1,106 @@
+// WorkPlan: how one AttentionPlan is cut into GPU work items, and the cost
+// model that cuts it. Host only (no CUDA), so it is tested on any machine.
+//
+// Two kinds of work item read a chunk [kv_begin, kv_end) of one segment's KV
+// for one KV head:
+//   kBatched    a query tile of up to kTileRows packed rows: the segment's
+//               entries x the query heads of the KV group, flattened as
+//               row = entry_in_segment * group + head_in_group (hydragen 3.2,
+//               bifurcated 4.2). The KV chunk is read once for the whole tile
+//               and both products run on tensor cores. 16-bit KV only.
+//   kFlattened  one entry and up to kFlatRows query heads of the group on CUDA
+//               cores: the per-sequence FlashDecoding work (the KV is read once
+//               per entry). Any KV dtype.
+// A kBatched item whose tile holds one entry's heads only is per-sequence work
+// on tensor cores (PathChoice::kPerSequence).
+// Every item writes one partial state per (row, query head) into slot
+// entry_partial_base[e] + chunk; the merge combines a row's slots.
+//
+// The cost model (per segment): batched cost = its tiles' cost, flattened
+// cost = its entries' cost, each max(bytes / per-CTA bandwidth, flops /
+// per-CTA rate) + a fixed item overhead; the cheaper mode wins (PathChoice
+// can force one; fp32 KV is always flattened). Chunking is stream-K style:
+// every item costs about total / (2 x CTAs), items go to CTAs by longest-
+// processing-time-first, and the persistent kernel runs each CTA's list.
+// Thread-compatible value types; BuildWorkPlan is a pure function.
+#ifndef BANYAN_ATTENTION_WORK_PLAN_H_
+#define BANYAN_ATTENTION_WORK_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "attention/attention_plan.h"
+
+namespace banyan::attention {
+
+inline constexpr int32_t kTileRows = 64;   // rows of a batched query tile (4 warps x 16)
+inline constexpr int32_t kFlatRows = 16;   // query heads of a flattened item (4 warps x 4)
+inline constexpr int32_t kKvTile = 64;     // tokens per shared-memory KV tile (16-bit KV)
+
+enum class ItemKind : int32_t { kBatched = 0, kFlattened = 1 };
+// kAuto: the cost model picks per segment between shared tiles (kBatched) and
+// per-entry tiles (kPerSequence; SIMT kFlattened items for fp32 KV).
+// kBatched / kPerSequence / kFlattened force one mode for every segment
+// (kBatched and kPerSequence fall back to kFlattened for fp32 KV).
+// kPerSequence is the per-sequence baseline on tensor cores (each entry's KV
+// read for that entry alone, like FlashInfer's GQA decode); kFlattened is the
+// FlashDecoding-style SIMT baseline.
+enum class PathChoice { kAuto, kBatched, kPerSequence, kFlattened };
+
+// Plain-old-data, copied to the device as is.
+struct WorkItem {
+  int32_t segment;
+  int32_t row_begin;  // first packed row (entry_in_segment * group + head_in_group)
+  int32_t row_count;  // rows of this item (<= kTileRows or kFlatRows)
+  int32_t kv_head;
+  int32_t kv_begin;   // tokens [kv_begin, kv_end) of the segment
+  int32_t kv_end;
+  int32_t chunk;      // chunk index: partial slot = entry_partial_base[e] + chunk
+  int32_t kind;       // ItemKind
+};
+static_assert(sizeof(WorkItem) == 32);
+
+// What the cost model knows about the device. Defaults: H100 SXM as measured
+// here (bench/RESULTS.md), mma.sync at about half of the dense bf16 rate.
+struct DeviceModel {
+  int32_t num_sms = 132;
+  int32_t ctas_per_sm = 2;
+  double hbm_bytes_per_us = 2.9e6;
+  double mma_flops_per_us = 330e6;
+  double simt_flops_per_us = 25e6;  // fp32 FMA path incl. conversions
+  double item_overhead_us = 0.6;    // start-up, partial write, pipeline fill
+  int32_t num_ctas() const { return num_sms * ctas_per_sm; }
+};
+
+struct WorkShape {
+  int32_t num_q_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t kv_dtype_bytes = 2;
+  int32_t group() const { return num_q_heads / num_kv_heads; }
+};
+
+struct WorkPlan {
+  std::vector<WorkItem> items;          // grouped by CTA
+  std::vector<int32_t> cta_item_indptr;  // num_ctas + 1
+  std::vector<int32_t> entry_partial_base;  // per entry
+  std::vector<int32_t> entry_num_chunks;    // per entry
+  std::vector<int32_t> entry_segment;       // per entry
+  int32_t num_partials = 0;
+  int32_t batched_segments = 0;
+  int32_t flattened_segments = 0;
+  double estimated_us = 0.0;  // the model's makespan (max CTA load)
+};
+
+// Cuts `plan` into items for `shape` on `device`. REQUIRES: plan.Validate()
+// is empty, num_q_heads a positive multiple of num_kv_heads.
+WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
+                       PathChoice choice);
+
+// The model's cost in microseconds of one item of `kind` with `rows` rows over
+// `tokens` tokens (exposed for tests and benchmarks).
+double ItemCostUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& shape, const DeviceModel& device);
+
+}  // namespace banyan::attention
+
+#endif  // BANYAN_ATTENTION_WORK_PLAN_H_
