@@ -1,0 +1,261 @@
+#include "model/cuda/cuda_backend.h"
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "attention/attention_args.h"
+#include "banyan/status_macros.h"
+#include "model/cuda/attention_call.h"
+#include "model/cuda/device_weights.h"
+#include "model/cuda/ops.h"
+#include "sdk/gpu/blas.h"
+#include "sdk/gpu/cuda_status.h"
+#include "sdk/gpu/device_buffer.h"
+
+namespace banyan::model {
+namespace {
+
+using cuda::bf16_bits;
+
+absl::Status CheckConfig(const ModelConfig& c) {
+  if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 ||
+      c.num_q_heads <= 0 || c.num_kv_heads <= 0 || c.head_dim <= 0) {
+    return absl::InvalidArgumentError("CUDA backend: config has a non-positive size");
+  }
+  if (c.head_dim % 2 != 0) return absl::InvalidArgumentError("CUDA backend: odd head_dim (RoPE needs pairs)");
+  if (c.num_q_heads % c.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("CUDA backend: ", c.num_q_heads,
+                                                   " query heads not a multiple of ", c.num_kv_heads,
+                                                   " KV heads"));
+  }
+  if (!(c.rms_norm_eps > 0)) return absl::InvalidArgumentError("CUDA backend: rms_norm_eps must be positive");
+  return absl::OkStatus();  // RoPE parameters are checked by RopeInvFreq.
+}
+
+// Grows `buf` to at least `bytes` (contents are not kept).
+absl::Status Reserve(gpu::DeviceBuffer& buf, size_t bytes) {
+  if (buf.size() >= bytes) return absl::OkStatus();
+  buf = gpu::DeviceBuffer();  // free first: the old size may be most of the device
+  BANYAN_ASSIGN_OR_RETURN(buf, gpu::DeviceBuffer::Allocate(bytes));
+  return absl::OkStatus();
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(ModelConfig config, const CudaBackendOptions& options, gpu::Stream stream,
+              gpu::BlasHandle blas, cuda::DeviceWeights weights)
+      : config_(std::move(config)),
+        device_(options.device),
+        stream_(std::move(stream)),
+        blas_(std::move(blas)),
+        w_(std::move(weights)),
+        attention_(options.attention) {}
+
+  std::string_view name() const override { return "cuda"; }
+  const ModelConfig& config() const override { return config_; }
+  MemorySpace kv_memory_space() const override { return MemorySpace::kDevice; }
+
+  absl::Status Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) override;
+
+ private:
+  // Grows the scratch buffers to `rows` query rows and `logit_rows` logits.
+  absl::Status EnsureScratch(int64_t rows, int64_t logit_rows);
+  // y = x . w^T (bf16 or fp32 output).
+  absl::Status Linear(const void* x, const gpu::DeviceBuffer& w, int64_t rows, int64_t in, int64_t out,
+                      void* y, DType y_dtype = DType::kBf16) {
+    return gpu::Gemm(blas_, {.m = static_cast<int>(rows), .n = static_cast<int>(out),
+                             .k = static_cast<int>(in), .a = x, .b = w.data(), .c = y,
+                             .ab_dtype = DType::kBf16, .c_dtype = y_dtype},
+                     stream_.get());
+  }
+  absl::Status Run(const ForwardBatch& batch, const KvCache& kv, int64_t n, int64_t m, float* logits);
+
+  ModelConfig config_;
+  int device_;
+  gpu::Stream stream_;
+  gpu::BlasHandle blas_;
+  cuda::DeviceWeights w_;
+  cuda::AttentionRunner attention_;
+
+  int64_t rows_capacity_ = 0;
+  int64_t logits_capacity_ = 0;
+  // Host staging (pinned) and its device copy: tokens, positions, pages, slots,
+  // logit rows, then the embedding's bad-row flag.
+  gpu::PinnedBuffer staging_;
+  gpu::DeviceBuffer staging_device_;
+  // Activations.
+  gpu::DeviceBuffer residual_;  // [rows, H] fp32
+  gpu::DeviceBuffer normed_;    // [rows, H] bf16
+  gpu::DeviceBuffer qkv_;       // [rows, (nq + 2 nkv) D] bf16
+  gpu::DeviceBuffer q_;         // [rows, nq D] bf16 (rotated, contiguous)
+  gpu::DeviceBuffer attn_;      // [rows, nq D] bf16
+  gpu::DeviceBuffer proj_;      // [rows, H] bf16 (o_proj and down_proj outputs)
+  gpu::DeviceBuffer gate_up_;   // [rows, 2 I] bf16
+  gpu::DeviceBuffer act_;       // [rows, I] bf16
+  gpu::DeviceBuffer picked_;    // [logit rows, H] bf16
+  gpu::DeviceBuffer logits_;    // [logit rows, V] fp32
+};
+
+absl::Status CudaBackend::EnsureScratch(int64_t rows, int64_t logit_rows) {
+  if (rows > rows_capacity_) {
+    int64_t cap = 16;
+    while (cap < rows) cap *= 2;
+    const int64_t H = config_.hidden_size, I = config_.intermediate_size, D = config_.head_dim;
+    const int64_t q_dim = config_.num_q_heads * D, qkv_dim = q_dim + 2 * config_.num_kv_heads * D;
+    const size_t staging_bytes = static_cast<size_t>(5 * cap + 4) * sizeof(int32_t);
+    BANYAN_ASSIGN_OR_RETURN(staging_, gpu::PinnedBuffer::Allocate(staging_bytes));
+    BANYAN_RETURN_IF_ERROR(Reserve(staging_device_, staging_bytes));
+    BANYAN_RETURN_IF_ERROR(Reserve(residual_, cap * H * 4));
+    BANYAN_RETURN_IF_ERROR(Reserve(normed_, cap * H * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(qkv_, cap * qkv_dim * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(q_, cap * q_dim * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(attn_, cap * q_dim * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(proj_, cap * H * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(gate_up_, cap * 2 * I * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(act_, cap * I * 2));
+    rows_capacity_ = cap;
+  }
+  if (logit_rows > logits_capacity_) {
+    int64_t cap = 16;
+    while (cap < logit_rows) cap *= 2;
+    BANYAN_RETURN_IF_ERROR(Reserve(picked_, cap * config_.hidden_size * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(logits_, cap * config_.vocab_size * 4));
+    logits_capacity_ = cap;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) {
+  BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, logits.size()));
+  if (kv.dtype != DType::kBf16) {
+    return absl::InvalidArgumentError(absl::StrCat("CUDA backend: the KV pool must be bf16, got ",
+                                                   std::string(DTypeName(kv.dtype))));
+  }
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
+  if (n == 0) return absl::OkStatus();
+  if (n > INT32_MAX / 8 || m > INT32_MAX / 8) return absl::InvalidArgumentError("CUDA backend: batch too large");
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  BANYAN_RETURN_IF_ERROR(EnsureScratch(n, m));
+  absl::Status status = Run(batch, kv, n, m, logits.data());
+  // Never leave work in flight that reads the caller's spans or pool.
+  const absl::Status sync = stream_.Synchronize();
+  BANYAN_RETURN_IF_ERROR(status);
+  BANYAN_RETURN_IF_ERROR(sync);
+  const int32_t* flag = staging_.As<int32_t>() + 5 * rows_capacity_;
+  return cuda::EmbeddingBadRowStatus(*flag);
+}
+
+absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int64_t n, int64_t m,
+                              float* logits) {
+  const ModelConfig& c = config_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim, V = c.vocab_size;
+  const int64_t q_dim = c.num_q_heads * D, kv_dim = c.num_kv_heads * D, qkv_dim = q_dim + 2 * kv_dim;
+  cudaStream_t stream = stream_.get();
+
+  // One upload of every per-row array.
+  const int64_t cap = rows_capacity_;
+  int32_t* host = staging_.As<int32_t>();
+  std::memcpy(host, batch.tokens.data(), n * 4);
+  std::memcpy(host + cap, batch.positions.data(), n * 4);
+  std::memcpy(host + 2 * cap, batch.kv_pages.data(), n * 4);
+  std::memcpy(host + 3 * cap, batch.kv_slots.data(), n * 4);
+  if (m > 0) std::memcpy(host + 4 * cap, batch.logit_rows.data(), m * 4);
+  host[5 * cap] = INT32_MAX;
+  BANYAN_RETURN_IF_ERROR(staging_device_.CopyFromHost(host, (5 * cap + 1) * 4, stream));
+  const int32_t* d_tokens = staging_device_.As<int32_t>();
+  const int32_t* d_positions = d_tokens + cap;
+  const int32_t* d_pages = d_tokens + 2 * cap;
+  const int32_t* d_slots = d_tokens + 3 * cap;
+  const int32_t* d_logit_rows = d_tokens + 4 * cap;
+  int32_t* d_bad_row = staging_device_.As<int32_t>() + 5 * cap;
+
+  BANYAN_RETURN_IF_ERROR(attention_.Prepare(*batch.plan, c, kv, q_.data(), attn_.data(), stream));
+
+  float* residual = residual_.As<float>();
+  bf16_bits* normed = normed_.As<bf16_bits>();
+  bf16_bits* qkv = qkv_.As<bf16_bits>();
+  bf16_bits* proj = proj_.As<bf16_bits>();
+  const int rows = static_cast<int>(n);
+
+  BANYAN_RETURN_IF_ERROR(cuda::LaunchEmbedding(
+      {.rows = rows, .dim = static_cast<int32_t>(H), .vocab = static_cast<int32_t>(V), .ids = d_tokens,
+       .table = w_.embed.As<bf16_bits>(), .out = residual, .bad_row = d_bad_row},
+      stream));
+  for (int32_t layer = 0; layer < c.num_layers; ++layer) {
+    const cuda::DeviceLayer& w = w_.layers[static_cast<size_t>(layer)];
+    // h += mlp_out of the previous layer (none before layer 0); normed = norm(h).
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
+        {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
+         .add = layer == 0 ? nullptr : proj, .weight = w.input_norm.As<bf16_bits>(), .out = normed},
+        stream));
+    BANYAN_RETURN_IF_ERROR(Linear(normed, w.qkv, n, H, qkv_dim, qkv));
+    if (w.qkv_bias.data() != nullptr) {
+      BANYAN_RETURN_IF_ERROR(cuda::LaunchBiasAdd(
+          {.rows = rows, .cols = static_cast<int32_t>(qkv_dim), .x = qkv, .bias = w.qkv_bias.As<bf16_bits>()},
+          stream));
+    }
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchRope(
+        {.rows = rows, .num_q_heads = c.num_q_heads, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim,
+         .q = qkv, .q_row_stride = qkv_dim, .k = qkv + q_dim, .k_row_stride = qkv_dim,
+         .positions = d_positions, .inv_freq = w_.inv_freq_device.As<float>(), .q_out = q_.As<bf16_bits>(),
+         .q_out_row_stride = q_dim},
+        stream));
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchKvWrite(
+        {.rows = rows, .layer = layer, .layout = kv.layout, .k = qkv + q_dim, .k_row_stride = qkv_dim,
+         .v = qkv + q_dim + kv_dim, .v_row_stride = qkv_dim, .page = d_pages, .slot = d_slots,
+         .pool = static_cast<bf16_bits*>(kv.data)},
+        stream));
+    BANYAN_RETURN_IF_ERROR(attention_.Run(layer, stream));
+    BANYAN_RETURN_IF_ERROR(Linear(attn_.data(), w.o, n, q_dim, H, proj));
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
+        {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
+         .add = proj, .weight = w.post_norm.As<bf16_bits>(), .out = normed},
+        stream));
+    BANYAN_RETURN_IF_ERROR(Linear(normed, w.gate_up, n, H, 2 * I, gate_up_.data()));
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchSwiGlu({.rows = rows, .intermediate = static_cast<int32_t>(I),
+                                               .gate_up = gate_up_.As<bf16_bits>(), .out = act_.As<bf16_bits>()},
+                                              stream));
+    BANYAN_RETURN_IF_ERROR(Linear(act_.data(), w.down, n, I, H, proj));
+  }
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + 5 * cap, d_bad_row, sizeof(int32_t),
+                                              cudaMemcpyDeviceToHost, stream));
+  if (m == 0) return absl::OkStatus();
+  // Final residual add and norm over every row, then the logit rows' LM head.
+  BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
+      {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
+       .add = proj, .weight = w_.final_norm.As<bf16_bits>(), .out = normed},
+      stream));
+  BANYAN_RETURN_IF_ERROR(cuda::LaunchGatherRows({.rows = static_cast<int32_t>(m), .cols = static_cast<int32_t>(H),
+                                                 .src = normed, .index = d_logit_rows,
+                                                 .dst = picked_.As<bf16_bits>()},
+                                                stream));
+  BANYAN_RETURN_IF_ERROR(gpu::Gemm(blas_, {.m = static_cast<int>(m), .n = static_cast<int>(V),
+                                           .k = static_cast<int>(H), .a = picked_.data(),
+                                           .b = w_.lm_head_ptr(), .c = logits_.data(),
+                                           .ab_dtype = DType::kBf16, .c_dtype = DType::kF32},
+                                   stream));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits, logits_.data(), static_cast<size_t>(m * V) * 4,
+                                              cudaMemcpyDeviceToHost, stream));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights& weights,
+                                                           const CudaBackendOptions& options) {
+  BANYAN_RETURN_IF_ERROR(CheckConfig(weights.config));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  BANYAN_ASSIGN_OR_RETURN(gpu::Stream stream, gpu::Stream::Create());
+  BANYAN_ASSIGN_OR_RETURN(gpu::BlasHandle blas, gpu::BlasHandle::Create());
+  BANYAN_ASSIGN_OR_RETURN(cuda::DeviceWeights w, cuda::DeviceWeights::Upload(weights, stream.get()));
+  return std::unique_ptr<Backend>(
+      std::make_unique<CudaBackend>(weights.config, options, std::move(stream), std::move(blas), std::move(w)));
+}
+
+}  // namespace banyan::model

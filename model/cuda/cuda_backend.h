@@ -1,0 +1,57 @@
+// The CUDA backend: the Llama-family forward pass (Llama 2/3 incl. llama3 RoPE
+// scaling, Qwen2 QKV bias, Mistral, SmolLM2; GQA; tied or untied embeddings)
+// on one GPU, behind model/forward.h's Backend.
+//
+// Numerics: weights and activations in bf16, the residual stream in fp32,
+// every GEMM (cuBLAS) and every reduction accumulated in fp32, logits fp32.
+// The QKV projections are one fused GEMM, gate|up another; RMSNorm is fused
+// with the residual add; RoPE, SwiGLU, the embedding gather and the KV write
+// are one kernel each (model/cuda/ops.h); attention runs through attention/'s
+// CUDA entry point over the batch's AttentionPlan.
+//
+//   BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu, CreateCudaBackend(weights));
+//   KvCache kv{KvLayoutFor(config, pages, 16, DType::kBf16), DType::kBf16, device_pool};
+//   BANYAN_RETURN_IF_ERROR(gpu->Forward(batch, kv, absl::MakeSpan(logits)));
+//
+// The KV pool (KvCache::data) is device memory in bf16 that the caller owns.
+// Forward validates the batch like every backend (ValidateForwardBatch), then
+// enqueues the whole pass on the backend's stream and waits for it; logits
+// come back in host memory. Errors: those of model/forward.h, plus
+// kInvalidArgument for a KV dtype other than bf16, kResourceExhausted when
+// device memory runs out, kUnavailable without a device, kInternal for other
+// CUDA or cuBLAS failures.
+//
+// Thread-compatible: one Forward at a time per backend (it owns scratch
+// buffers, a stream and a cuBLAS handle). The weights are copied to the
+// device at creation; the host ModelWeights may be freed afterwards.
+#ifndef BANYAN_MODEL_CUDA_CUDA_BACKEND_H_
+#define BANYAN_MODEL_CUDA_CUDA_BACKEND_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "model/cuda/attention_call.h"
+#include "model/forward.h"
+#include "model/model_weights.h"
+
+namespace banyan::model {
+
+struct CudaBackendOptions {
+  int device = 0;  // CUDA device ordinal the backend runs on
+  // Where attention runs (attention_call.h): attention/'s CUDA kernels, or
+  // its CPU path on host copies (slow; for cross-checks).
+  cuda::AttentionPath attention = cuda::AttentionPath::kDevice;
+};
+
+// Checks the weights against their config (as the CPU backend does), converts
+// them to bf16 and uploads them once. Errors: kInvalidArgument for a config
+// that cannot run (non-positive sizes, odd head_dim, q heads not a multiple of
+// kv heads, bad RoPE scaling) or a tensor of the wrong shape; kNotFound for a
+// missing tensor (named); kUnavailable without a device; kResourceExhausted
+// when the weights do not fit on the device.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(
+    const ModelWeights& weights, const CudaBackendOptions& options = {});
+
+}  // namespace banyan::model
+
+#endif  // BANYAN_MODEL_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,54 @@
+// DeviceWeights: a model's weights converted to bf16 and uploaded to the GPU
+// once, in the shapes the CUDA backend's GEMMs want: the q, k and v
+// projections fused into one [(q_heads + 2 kv_heads) * head_dim, hidden]
+// matrix (and their biases into one vector), gate and up fused into one
+// [2 * intermediate, hidden] matrix. Internal to model/cuda.
+//
+// Errors from Upload: kNotFound for a missing tensor (named), kInvalidArgument
+// for a wrong shape, kResourceExhausted / kUnavailable from the device.
+// Move-only; owns its device memory. Thread-compatible.
+#ifndef BANYAN_MODEL_CUDA_DEVICE_WEIGHTS_H_
+#define BANYAN_MODEL_CUDA_DEVICE_WEIGHTS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/cuda/ops.h"
+#include "model/model_weights.h"
+#include "sdk/gpu/device_buffer.h"
+
+namespace banyan::model::cuda {
+
+struct DeviceLayer {
+  gpu::DeviceBuffer input_norm;  // [hidden]
+  gpu::DeviceBuffer qkv;         // [(nq + 2 nkv) * head_dim, hidden]
+  gpu::DeviceBuffer qkv_bias;    // [(nq + 2 nkv) * head_dim], empty without bias
+  gpu::DeviceBuffer o;           // [hidden, nq * head_dim]
+  gpu::DeviceBuffer post_norm;   // [hidden]
+  gpu::DeviceBuffer gate_up;     // [2 * intermediate, hidden]
+  gpu::DeviceBuffer down;        // [hidden, intermediate]
+};
+
+struct DeviceWeights {
+  gpu::DeviceBuffer embed;       // [vocab, hidden]
+  gpu::DeviceBuffer final_norm;  // [hidden]
+  gpu::DeviceBuffer lm_head;     // [vocab, hidden], empty when tied (use embed)
+  std::vector<DeviceLayer> layers;
+  std::vector<float> inv_freq;   // host copy of the RoPE table
+  gpu::DeviceBuffer inv_freq_device;  // [head_dim / 2] fp32
+  size_t bytes = 0;               // device bytes held
+
+  const bf16_bits* lm_head_ptr() const {
+    return (lm_head.data() != nullptr ? lm_head : embed).As<const bf16_bits>();
+  }
+
+  // Converts and uploads every tensor model_weights.h names for w.config.
+  // Synchronous (returns once the copies are done).
+  static absl::StatusOr<DeviceWeights> Upload(const ModelWeights& w, cudaStream_t stream);
+};
+
+}  // namespace banyan::model::cuda
+
+#endif  // BANYAN_MODEL_CUDA_DEVICE_WEIGHTS_H_
