@@ -39,15 +39,20 @@ template <int R, int O>
 __attribute__((target("avx2,fma"))) void DotBlockAvx2(const float* const* xs, const float* const* ws,
                                                        int64_t n, float* out) {
   __m256 acc[R][O];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
     for (int o = 0; o < O; ++o) acc[r][o] = _mm256_setzero_ps();
   }
   int64_t k = 0;
   for (; k + 8 <= n; k += 8) {
     __m256 wv[O];
+#pragma GCC unroll 8
     for (int o = 0; o < O; ++o) wv[o] = _mm256_loadu_ps(ws[o] + k);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256 xv = _mm256_loadu_ps(xs[r] + k);
+#pragma GCC unroll 8
       for (int o = 0; o < O; ++o) acc[r][o] = _mm256_fmadd_ps(xv, wv[o], acc[r][o]);
     }
   }
@@ -80,22 +85,35 @@ inline void Block(const float* x, const float* w, const float* bias, int64_t r0,
   }
 }
 
-// Walks the output range in blocks of 4 W rows; for each block, every row
-// pair of x, so the block of W stays in L1 while all rows read it.
+// Walks [o_begin, o_end) in blocks of O rows of W and, for each block, every
+// group of R rows of x, so the block of W stays in L1 while all rows read it.
+// Then the leftover W rows one at a time.
+template <int R, int O, bool kAvx2>
+void Sweep(const float* x, const float* w, const float* bias, int64_t r_begin, int64_t r_end, int64_t in,
+           int64_t ldy, int64_t o_begin, int64_t o_end, float* y) {
+  int64_t o = o_begin;
+  for (; o + O <= o_end; o += O) {
+    for (int64_t r = r_begin; r < r_end; r += R) Block<R, O, kAvx2>(x, w, bias, r, o, in, ldy, y);
+  }
+  for (; o < o_end; ++o) {
+    for (int64_t r = r_begin; r < r_end; r += R) Block<R, 1, kAvx2>(x, w, bias, r, o, in, ldy, y);
+  }
+}
+
+// Register tiles (16 AVX2 registers): 4 rows x 3 W rows (12 accumulators) for
+// the bulk of a batch, 2 x 4 for a pair, 1 x 8 for a single row (8
+// independent FMA chains keep a lone decode row from stalling).
 template <bool kAvx2>
 void Run(const float* x, const float* w, const float* bias, int64_t rows, int64_t in, int64_t ldy,
          int64_t o_begin, int64_t o_end, float* y) {
-  int64_t o = o_begin;
-  for (; o + 4 <= o_end; o += 4) {
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) Block<2, 4, kAvx2>(x, w, bias, r, o, in, ldy, y);
-    if (r < rows) Block<1, 4, kAvx2>(x, w, bias, r, o, in, ldy, y);
+  const int64_t rows4 = rows / 4 * 4;
+  Sweep<4, 3, kAvx2>(x, w, bias, 0, rows4, in, ldy, o_begin, o_end, y);
+  int64_t r = rows4;
+  if (rows - r >= 2) {
+    Sweep<2, 4, kAvx2>(x, w, bias, r, r + 2, in, ldy, o_begin, o_end, y);
+    r += 2;
   }
-  for (; o < o_end; ++o) {
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) Block<2, 1, kAvx2>(x, w, bias, r, o, in, ldy, y);
-    if (r < rows) Block<1, 1, kAvx2>(x, w, bias, r, o, in, ldy, y);
-  }
+  if (r < rows) Sweep<1, 8, kAvx2>(x, w, bias, r, r + 1, in, ldy, o_begin, o_end, y);
 }
 
 }  // namespace

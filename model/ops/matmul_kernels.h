@@ -7,8 +7,8 @@
 
 namespace banyan::model::ops {
 
-// Output features are processed in blocks of this many W rows.
-inline constexpr int64_t kMatMulOutBlock = 4;
+// Threads split the output features in chunks of this many W rows.
+inline constexpr int64_t kMatMulOutBlock = 24;
 
 // Computes y[r][o] = x[r] . w[o] (+ bias[o]) for all r < rows and
 // o_begin <= o < o_end. y rows have `ldy` floats.
