@@ -5,6 +5,7 @@ namespace banyan::cli {
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
       {"info", "version, backends, GPUs, library versions and the default model", RunInfo},
+      {"tokenize", "text on stdin -> token ids as a JSON array (--decode: ids -> text)", RunTokenize},
       {"generate", "sample N completions of a prompt that share its KV (prefill once, fork)", RunGenerate},
   };
   return *commands;
