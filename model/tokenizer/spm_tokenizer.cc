@@ -1,6 +1,8 @@
 #include "model/tokenizer/spm_tokenizer.h"
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <queue>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +65,9 @@ absl::StatusOr<std::unique_ptr<SpmTokenizer>> SpmTokenizer::Create(SpmSpec spec)
     if (type != SpmTokenType::kUnused) t->piece_to_id_.emplace(text, static_cast<int32_t>(id));
   }
   t->scores_ = std::move(spec.scores);
+  for (float& s : t->scores_) {
+    if (std::isnan(s)) s = -std::numeric_limits<float>::infinity();  // keeps the heap ordered
+  }
   t->added_ = AddedTokenMatcher(std::move(added));
   t->add_space_prefix_ = spec.add_space_prefix;
   t->strip_leading_space_ = spec.add_space_prefix;
