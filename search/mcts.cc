@@ -9,7 +9,9 @@
 // each child's value to every node on the path to the root. Nodes stay live
 // engine branches across iterations, so later expansions fork from KV that is
 // already there; nothing is re-prefilled. A leaf at max_depth or terminal
-// (EOS) is not expanded: its value is backed up again.
+// (EOS) is not expanded: its value is backed up again. A policy's expand() may
+// decline a leaf (nil: e.g. "value a leaf once before expanding it"): the leaf
+// is valued and backed up, and offered to expand() again when next selected.
 // The answer is the path of most-visited children from the root (ties: higher
 // mean value, then lower id).
 #include <algorithm>
@@ -55,8 +57,7 @@ class Mcts final : public Strategy {
         BANYAN_ASSIGN_OR_RETURN(std::vector<int64_t> kids, tree.Expand(leaf, o.n, it));
         if (kids.empty()) {
           if (tree.stopped()) break;
-          tree.node(leaf).terminal = true;  // the policy declined to expand it
-          evaluated.push_back(leaf);
+          evaluated.push_back(leaf);  // the policy declined to expand it (yet): value it
         } else {
           evaluated = kids;
         }

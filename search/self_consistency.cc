@@ -4,6 +4,10 @@
 // answer()), vote (one vote each, or weighted), and stop early once the
 // leader cannot be overtaken by the samples left (VoteTally::Decided).
 //
+// With a Lua policy: expand(root) sizes each wave (nil: stop), answer()
+// replaces the regex, score() sees every sample (recorded in the trace, not a
+// weight), should_stop() runs after every wave.
+//
 // Weights in weighted mode: the scorer's value when SearchOptions::scorer is
 // set (it must lie in [0, 1]), else the sample's length-normalized probability
 // exp(mean token logprob), in (0, 1]. Either way a sample adds at most 1.
@@ -40,7 +44,18 @@ class SelfConsistency final : public Strategy {
     int64_t waves = 0;
     std::vector<std::pair<std::string, int64_t>> sample_of_answer;
     while (done < o.n && !tree.CheckStop()) {
-      const int32_t k = static_cast<int32_t>(std::min<int64_t>(wave, o.n - done));
+      int32_t k = static_cast<int32_t>(std::min<int64_t>(wave, o.n - done));
+      if (policy != nullptr && policy->has_expand()) {
+        // The policy sizes each wave (nil / 0: no more samples).
+        tree.CountPolicyCall();
+        BANYAN_ASSIGN_OR_RETURN(scripting::ExpandResult e,
+                                policy->Expand(tree.View(tree.node(root)), tree.Stats(waves, 0)));
+        if (e.sample_count <= 0) {
+          tree.Stop("policy");
+          break;
+        }
+        k = static_cast<int32_t>(std::min<int64_t>(e.sample_count, o.n - done));
+      }
       BANYAN_ASSIGN_OR_RETURN(std::vector<int64_t> kids,
                               tree.ExpandSampled(root, k, o.sample_tokens, &o.stop_strings));
       if (kids.empty()) break;
@@ -78,6 +93,12 @@ class SelfConsistency final : public Strategy {
           tally.AddAbstention();
         }
         tree.Record(proto::TraceEvent::VOTE, kid, {}, weight, n.answer);
+        if (policy != nullptr && policy->has_score()) {
+          // The policy sees every sample (e.g. to keep its own tally for should_stop).
+          tree.CountPolicyCall();
+          BANYAN_ASSIGN_OR_RETURN(double s, policy->Score(tree.View(tree.node(kid))));
+          tree.Record(proto::TraceEvent::SCORE, kid, {}, s, "policy");
+        }
         // The sample is complete: release its branch (its KV stays cached).
         BANYAN_RETURN_IF_ERROR(tree.Prune(kid));
       }

@@ -5,7 +5,8 @@
 // request, siblings sharing the node's KV), every proposal is valued
 // (SearchOptions::evaluation) and the best `beam_width` are kept (or the ones
 // the policy's select() names); the others are pruned. Terminal nodes (EOS)
-// stay in the frontier without expanding. The answer is the best node of the
+// (and nodes a policy's expand() declines) stay in the frontier unexpanded; a
+// level that expands nothing ends the search. The answer is the best node of the
 // last frontier.
 // Beam: the same loop, ranked by the path's mean token log-probability when
 // evaluation is kNone (classic beam search over steps), else by the value.
@@ -91,16 +92,21 @@ class TreeOfThought final : public Strategy {
     std::vector<int64_t> frontier = {root};
     for (int32_t depth = 1; depth <= o.max_depth; ++depth) {
       std::vector<int64_t> cands;
+      bool expanded = false;
       for (int64_t id : frontier) {
-        if (tree.node(id).terminal) {
+        if (tree.node(id).terminal || tree.stopped()) {
           cands.push_back(id);
           continue;
         }
         BANYAN_ASSIGN_OR_RETURN(std::vector<int64_t> kids, tree.Expand(id, o.n, depth));
-        cands.insert(cands.end(), kids.begin(), kids.end());
-        if (tree.stopped()) break;
+        if (kids.empty()) {
+          cands.push_back(id);  // not expanded (a policy's nil, or a budget): stays a candidate
+        } else {
+          expanded = true;
+          cands.insert(cands.end(), kids.begin(), kids.end());
+        }
       }
-      if (cands.empty()) break;
+      if (!expanded) break;
       BANYAN_ASSIGN_OR_RETURN(std::vector<double> values, Rank(tree, cands));
       BANYAN_ASSIGN_OR_RETURN(std::vector<size_t> keep, Keep(tree, cands, values));
       std::vector<int64_t> next;
