@@ -5,6 +5,8 @@ namespace banyan::cli {
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
       {"info", "version, backends, GPUs, library versions and the default model", RunInfo},
+      {"demo", "the main job: forked sampling + self-consistency vote + forked chat on the default model",
+       RunDemoCommand},
       {"tokenize", "text on stdin -> token ids as a JSON array (--decode: ids -> text)", RunTokenize},
       {"generate", "sample N completions of a prompt that share its KV (prefill once, fork)", RunGenerate},
   };

@@ -22,6 +22,7 @@ struct Command {
 const std::vector<Command>& Commands();
 
 absl::Status RunInfo(const std::vector<std::string>& args);
+absl::Status RunDemoCommand(const std::vector<std::string>& args);  // demo_command.cc
 absl::Status RunTokenize(const std::vector<std::string>& args);
 absl::Status RunGenerate(const std::vector<std::string>& args);
 
