@@ -2,7 +2,9 @@
 // scaling, Qwen2 QKV bias, Mistral, SmolLM2; GQA; tied or untied embeddings)
 // in fp32 on host memory, multi-threaded over output features. Attention runs
 // through attention/cpu (CpuAttention) on the caller's paged KV pool, which
-// may hold fp32 (default), bf16 or fp16.
+// may hold fp32 (default), bf16 or fp16. Mistral's sliding window is not
+// applied (exact up to the window, 4096 tokens for v0.1; later Mistrals have
+// none).
 //
 //   auto weights = std::make_shared<const ModelWeights>(std::move(loaded));
 //   BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> cpu,

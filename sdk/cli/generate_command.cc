@@ -21,6 +21,13 @@
 #include "model/tokenizer/tokenizer.h"
 #include "sdk/cli/args.h"
 #include "sdk/cli/command.h"
+#include "sdk/gpu/device_info.h"
+
+#if BANYAN_GENERATE_CUDA
+#include "model/cuda/cuda_backend.h"
+#include "sdk/gpu/cuda_status.h"
+#include "sdk/gpu/device_buffer.h"
+#endif
 
 namespace banyan::cli {
 namespace {
@@ -81,6 +88,76 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
+// The paged KV pool in the backend's memory: fp32 host memory for the CPU
+// backend, bf16 device memory for CUDA.
+class KvPool {
+ public:
+  static absl::StatusOr<KvPool> Create(const model::Backend& backend, const model::ModelConfig& config,
+                                       int64_t num_pages, int32_t page_size) {
+    KvPool pool;
+    const bool device = backend.kv_memory_space() == MemorySpace::kDevice;
+    const DType dtype = device ? DType::kBf16 : DType::kF32;
+    pool.kv_.layout = model::KvLayoutFor(config, num_pages, page_size, dtype);
+    pool.kv_.dtype = dtype;
+    if (!device) {
+      pool.host_.resize(pool.kv_.layout.TotalBytes());
+      pool.kv_.data = pool.host_.data();
+      return pool;
+    }
+#if BANYAN_GENERATE_CUDA
+    BANYAN_ASSIGN_OR_RETURN(pool.device_, gpu::DeviceBuffer::Allocate(pool.kv_.layout.TotalBytes()));
+    pool.kv_.data = pool.device_.data();
+    return pool;
+#else
+    return absl::UnavailableError("a device KV pool needs a CUDA build");
+#endif
+  }
+
+  const model::KvCache& kv() const { return kv_; }
+
+  // Copy on write of one page (every layer, K and V).
+  absl::Status CopyPage(int32_t src, int32_t dst) {
+    if (!host_.empty()) {
+      model::CopyKvPage(kv_, src, dst);
+      return absl::OkStatus();
+    }
+#if BANYAN_GENERATE_CUDA
+    const attention::KvLayout& l = kv_.layout;
+    const size_t bytes = static_cast<size_t>(l.PageElements()) * l.dtype_bytes;
+    char* base = static_cast<char*>(kv_.data);
+    for (int32_t layer = 0; layer < l.num_layers; ++layer) {
+      for (int32_t plane = 0; plane < 2; ++plane) {
+        BANYAN_CUDA_RETURN_IF_ERROR(
+            cudaMemcpy(base + static_cast<size_t>(l.Offset(layer, plane, dst, 0, 0)) * l.dtype_bytes,
+                       base + static_cast<size_t>(l.Offset(layer, plane, src, 0, 0)) * l.dtype_bytes, bytes,
+                       cudaMemcpyDeviceToDevice));
+      }
+    }
+    return absl::OkStatus();
+#else
+    return absl::UnavailableError("a device KV pool needs a CUDA build");
+#endif
+  }
+
+ private:
+  model::KvCache kv_;
+  std::vector<char> host_;
+#if BANYAN_GENERATE_CUDA
+  gpu::DeviceBuffer device_;
+#endif
+};
+
+absl::StatusOr<std::unique_ptr<model::Backend>> MakeBackend(const GenerateRequest& req,
+                                                            std::shared_ptr<const model::ModelWeights> weights) {
+  if (req.device == "cpu") return model::CreateCpuBackend(std::move(weights), {.num_threads = req.threads});
+#if BANYAN_GENERATE_CUDA
+  if (!gpu::HasGpu()) return absl::UnavailableError("--device cuda: no usable GPU on this machine");
+  return model::CreateCudaBackend(*weights);
+#else
+  return absl::UnavailableError("--device cuda: this build has no CUDA backend (configure with BANYAN_CUDA=ON)");
+#endif
+}
+
 }  // namespace
 
 absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
@@ -91,9 +168,11 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   if (req.device != "cpu" && req.device != "cuda") {
     return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or cuda, got '", req.device, "'"));
   }
+#if !BANYAN_GENERATE_CUDA
   if (req.device == "cuda") {
-    return absl::UnavailableError("--device cuda: the CUDA backend is not wired into `banyan generate` yet");
+    return absl::UnavailableError("--device cuda: this build has no CUDA backend (configure with BANYAN_CUDA=ON)");
   }
+#endif
   std::string path = req.model_path;
   if (path.empty()) {
     BANYAN_ASSIGN_OR_RETURN(path, model::FindDefaultModel());
@@ -116,8 +195,7 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   auto weights = std::make_shared<const model::ModelWeights>(std::move(loaded));
   const model::ModelConfig& config = weights->config;
   result.model_name = config.name.empty() ? path : config.name;
-  BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<model::Backend> backend,
-                          model::CreateCpuBackend(weights, {.num_threads = req.threads}));
+  BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<model::Backend> backend, MakeBackend(req, weights));
   result.load_seconds = Seconds(load_start);
 
   // Prompt tokens: the chat template's text (its own BOS included), or the raw
@@ -144,9 +222,8 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   const int64_t prompt_pages = (static_cast<int64_t>(prompt.size()) + ps - 1) / ps;
   const int64_t branch_pages = (ps + int64_t{req.max_tokens} + ps - 1) / ps + 1;
   const int64_t num_pages = prompt_pages + int64_t{req.n} * branch_pages;
-  const attention::KvLayout layout = model::KvLayoutFor(config, num_pages, ps, DType::kF32);
-  std::vector<char> pool(layout.TotalBytes());
-  const model::KvCache kv{layout, DType::kF32, pool.data()};
+  BANYAN_ASSIGN_OR_RETURN(KvPool pool, KvPool::Create(*backend, config, num_pages, ps));
+  const model::KvCache& kv = pool.kv();
 
   model::ForkedBranches tree(ps, num_pages);
   BANYAN_RETURN_IF_ERROR(tree.SetPrompt(prompt));
@@ -159,7 +236,7 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   result.prefill_seconds = Seconds(prefill_start);
 
   BANYAN_ASSIGN_OR_RETURN(const auto copies, tree.Fork(req.n));
-  for (const auto& [src, dst] : copies) model::CopyKvPage(kv, src, dst);
+  for (const auto& [src, dst] : copies) BANYAN_RETURN_IF_ERROR(pool.CopyPage(src, dst));
   std::vector<Branch> branches;
   branches.reserve(req.n);
   const Rng root(req.seed);

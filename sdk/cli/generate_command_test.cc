@@ -10,6 +10,7 @@
 #include "model/default_model.h"
 #include "sdk/base/status_testing.h"
 #include "sdk/cli/command.h"
+#include "sdk/gpu/device_info.h"
 
 namespace banyan::cli {
 namespace {
@@ -73,6 +74,9 @@ TEST_F(GenerateTest, BadFlags) {
   EXPECT_THAT(RunGenerate({"--prompt", "hi", "--bogus", "1"}), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(RunGenerate({"--prompt", "hi", "--model", "/nonexistent/model.gguf"}),
               StatusIs(absl::StatusCode::kNotFound));
+  if (!gpu::HasGpu()) {
+    EXPECT_THAT(RunGenerate({"--prompt", "hi", "--device", "cuda"}), StatusIs(absl::StatusCode::kUnavailable));
+  }
 }
 
 }  // namespace
