@@ -25,6 +25,7 @@ absl::Status RunInfo(const std::vector<std::string>& args);
 absl::Status RunDemoCommand(const std::vector<std::string>& args);  // demo_command.cc
 absl::Status RunTokenize(const std::vector<std::string>& args);
 absl::Status RunGenerate(const std::vector<std::string>& args);
+absl::Status RunSearch(const std::vector<std::string>& args);
 
 }  // namespace banyan::cli
 
