@@ -200,13 +200,12 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
           {.rows = rows, .cols = static_cast<int32_t>(qkv_dim), .x = qkv, .bias = w.qkv_bias.As<bf16_bits>()},
           stream));
     }
-    BANYAN_RETURN_IF_ERROR(cuda::LaunchRope(
+    // RoPE on q (into q_) and k, and the new K/V into the pool, in one kernel.
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchRopeKvWrite(
         {.rows = rows, .num_q_heads = c.num_q_heads, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim,
          .q = qkv, .q_row_stride = qkv_dim, .k = qkv + q_dim, .k_row_stride = qkv_dim,
          .positions = d_positions, .inv_freq = w_.inv_freq_device.As<float>(), .q_out = q_.As<bf16_bits>(),
          .q_out_row_stride = q_dim},
-        stream));
-    BANYAN_RETURN_IF_ERROR(cuda::LaunchKvWrite(
         {.rows = rows, .layer = layer, .layout = kv.layout, .k = qkv + q_dim, .k_row_stride = qkv_dim,
          .v = qkv + q_dim + kv_dim, .v_row_stride = qkv_dim, .page = d_pages, .slot = d_slots,
          .pool = static_cast<bf16_bits*>(kv.data)},

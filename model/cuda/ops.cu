@@ -44,6 +44,10 @@ int RowThreads(int64_t chunks) {
 
 }  // namespace
 
+// Argument checks shared by the separate and the fused launchers.
+absl::Status CheckRope(const RopeParams& p);
+absl::Status CheckKvWrite(const KvWriteParams& p);
+
 absl::Status LaunchRmsNorm(const RmsNormParams& p, cudaStream_t stream) {
   if (p.rows == 0) return absl::OkStatus();
   if (p.rows < 0 || p.dim <= 0 || !(p.eps >= 0.0f)) {
@@ -67,8 +71,7 @@ absl::Status LaunchRmsNorm(const RmsNormParams& p, cudaStream_t stream) {
   return absl::OkStatus();
 }
 
-absl::Status LaunchRope(const RopeParams& p, cudaStream_t stream) {
-  if (p.rows == 0) return absl::OkStatus();
+absl::Status CheckRope(const RopeParams& p) {
   BANYAN_RETURN_IF_ERROR(CheckCount("Rope rows", p.rows, 0));
   BANYAN_RETURN_IF_ERROR(CheckCount("Rope num_q_heads", p.num_q_heads, 1));
   BANYAN_RETURN_IF_ERROR(CheckCount("Rope num_kv_heads", p.num_kv_heads, 1));
@@ -85,8 +88,31 @@ absl::Status LaunchRope(const RopeParams& p, cudaStream_t stream) {
   if (p.q_out != nullptr && p.q_out_row_stride < int64_t{p.num_q_heads} * p.head_dim) {
     return absl::InvalidArgumentError("Rope: q_out row stride shorter than the heads of a row");
   }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchRope(const RopeParams& p, cudaStream_t stream) {
+  if (p.rows == 0) return absl::OkStatus();
+  BANYAN_RETURN_IF_ERROR(CheckRope(p));
   const int64_t work = int64_t{p.rows} * (p.num_q_heads + p.num_kv_heads) * (p.head_dim / 2);
   RopeKernel<<<GridFor(work), kThreads, 0, stream>>>(p);
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return absl::OkStatus();
+}
+
+absl::Status LaunchRopeKvWrite(const RopeParams& rope, const KvWriteParams& kv, cudaStream_t stream) {
+  if (rope.rows != kv.rows || rope.k != kv.k || rope.k_row_stride != kv.k_row_stride ||
+      rope.num_kv_heads != kv.layout.num_kv_heads || rope.head_dim != kv.layout.head_dim) {
+    return absl::InvalidArgumentError("RopeKvWrite: the RoPE and KV-write halves disagree");
+  }
+  if (rope.q_out == nullptr) return absl::InvalidArgumentError("RopeKvWrite: q_out is required");
+  if (rope.head_dim / 2 > kMaxHalf) {
+    return absl::InvalidArgumentError(absl::StrCat("RopeKvWrite: head_dim ", rope.head_dim, " above ", 2 * kMaxHalf));
+  }
+  if (rope.rows == 0) return absl::OkStatus();
+  BANYAN_RETURN_IF_ERROR(CheckRope(rope));
+  BANYAN_RETURN_IF_ERROR(CheckKvWrite(kv));
+  RopeKvWriteKernel<<<static_cast<unsigned>(rope.rows), 128, 0, stream>>>(rope, kv);
   BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
@@ -129,8 +155,7 @@ absl::Status EmbeddingBadRowStatus(int32_t bad_row_value) {
       absl::StrCat("token id outside the vocabulary at row ", bad_row_value));
 }
 
-absl::Status LaunchKvWrite(const KvWriteParams& p, cudaStream_t stream) {
-  if (p.rows == 0) return absl::OkStatus();
+absl::Status CheckKvWrite(const KvWriteParams& p) {
   const attention::KvLayout& l = p.layout;
   BANYAN_RETURN_IF_ERROR(CheckCount("KvWrite rows", p.rows, 0));
   if (l.dtype_bytes != 2) return absl::InvalidArgumentError("KvWrite: the pool must be 16-bit");
@@ -145,6 +170,13 @@ absl::Status LaunchKvWrite(const KvWriteParams& p, cudaStream_t stream) {
   if (p.k == nullptr || p.v == nullptr || p.page == nullptr || p.slot == nullptr || p.pool == nullptr) {
     return absl::InvalidArgumentError("KvWrite: null pointer");
   }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchKvWrite(const KvWriteParams& p, cudaStream_t stream) {
+  if (p.rows == 0) return absl::OkStatus();
+  BANYAN_RETURN_IF_ERROR(CheckKvWrite(p));
+  const attention::KvLayout& l = p.layout;
   const bool vec8 = l.head_dim % 8 == 0 && p.k_row_stride % 8 == 0 && p.v_row_stride % 8 == 0 &&
                     Aligned(p.k, 16) && Aligned(p.v, 16) && Aligned(p.pool, 16);
   const int64_t pairs = int64_t{p.rows} * 2 * l.num_kv_heads;

@@ -120,6 +120,16 @@ struct KvWriteParams {
 };
 [[nodiscard]] absl::Status LaunchKvWrite(const KvWriteParams& p, cudaStream_t stream);
 
+// RoPE and the KV write fused, one block per row: the row's cos/sin table is
+// computed once (shared memory) for all of its heads; rotated q goes to
+// rope.q_out (REQUIRED here) or in place; rotated k and v go straight into
+// the pool (the k in the QKV row is left unrotated). Same numerics as
+// LaunchRope followed by LaunchKvWrite, bit for bit. REQUIRES: rope.k ==
+// kv.k with equal row strides, rope.rows == kv.rows, head_dim <= 512, and the
+// requirements of both launchers.
+[[nodiscard]] absl::Status LaunchRopeKvWrite(const RopeParams& rope, const KvWriteParams& kv,
+                                             cudaStream_t stream);
+
 // x[r][j] = bf16(x[r][j] + bias[j]) (Qwen2's q/k/v projection bias).
 struct BiasAddParams {
   int32_t rows = 0;

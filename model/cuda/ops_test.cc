@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -370,6 +371,65 @@ TEST(KvWriteTest, WritesEveryHeadAtItsPageAndSlot) {
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i].bits, expect[i].bits) << "at " << i;
     EXPECT_THAT(LaunchKvWrite({.rows = 1, .layer = 3, .layout = l}, nullptr),
                 StatusIs(absl::StatusCode::kInvalidArgument));
+  }
+}
+
+// The fused kernel equals RoPE followed by the KV write (each tested above
+// against a double reference), bit for bit.
+TEST(RopeKvWriteTest, EqualsRopeThenKvWrite) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  for (int hd : {64, 128}) {
+    Rng rng(Seed(hd + 77));
+    attention::KvLayout l{.num_layers = 2, .num_kv_heads = 3, .head_dim = hd, .page_size = 16,
+                          .num_pages = 12, .dtype_bytes = 2};
+    const int rows = 45, nq = 9, layer = 1;
+    const int64_t q_dim = int64_t{nq} * hd, stride = q_dim + 2 * l.num_kv_heads * hd;
+    std::vector<Bf16> qkv = RandomBf16(rng, size_t(rows) * stride);
+    std::vector<int32_t> pos(rows), page(rows), slot(rows);
+    std::vector<int> cells(l.num_pages * l.page_size);
+    for (size_t i = 0; i < cells.size(); ++i) cells[i] = static_cast<int>(i);
+    for (int r = 0; r < rows; ++r) {
+      pos[r] = static_cast<int32_t>(rng.UniformInt(9000));
+      const size_t j = r + rng.UniformInt(cells.size() - r);
+      std::swap(cells[r], cells[j]);
+      page[r] = cells[r] / l.page_size;
+      slot[r] = cells[r] % l.page_size;
+    }
+    ModelConfig c;
+    c.head_dim = hd;
+    c.rope_theta = 500000.0f;
+    c.rope_scaling = {.type = RopeScaling::Type::kLlama3, .factor = 8.0f, .low_freq_factor = 1.0f,
+                      .high_freq_factor = 4.0f, .original_max_position = 1024};
+    BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<float> inv_freq, RopeInvFreq(c));
+    std::vector<Bf16> pool = RandomBf16(rng, l.TotalBytes() / 2);
+    DeviceBuffer d1 = Upload(qkv), d2 = Upload(qkv), p1 = Upload(pool), p2 = Upload(pool);
+    DeviceBuffer q1 = Poisoned(size_t(rows) * q_dim * 2), q2 = Poisoned(size_t(rows) * q_dim * 2);
+    DeviceBuffer dpos = Upload(pos), dpage = Upload(page), dslot = Upload(slot), dfreq = Upload(inv_freq);
+    auto params = [&](DeviceBuffer& d, DeviceBuffer& q, DeviceBuffer& p) {
+      bf16_bits* base = d.As<bf16_bits>();
+      RopeParams rope{.rows = rows, .num_q_heads = nq, .num_kv_heads = l.num_kv_heads, .head_dim = hd,
+                      .q = base, .q_row_stride = stride, .k = base + q_dim, .k_row_stride = stride,
+                      .positions = dpos.As<int32_t>(), .inv_freq = dfreq.As<float>(),
+                      .q_out = q.As<bf16_bits>(), .q_out_row_stride = q_dim};
+      KvWriteParams kv{.rows = rows, .layer = layer, .layout = l, .k = base + q_dim, .k_row_stride = stride,
+                       .v = base + q_dim + l.num_kv_heads * hd, .v_row_stride = stride,
+                       .page = dpage.As<int32_t>(), .slot = dslot.As<int32_t>(), .pool = p.As<bf16_bits>()};
+      return std::make_pair(rope, kv);
+    };
+    auto [rope1, kv1] = params(d1, q1, p1);
+    BANYAN_ASSERT_OK(LaunchRope(rope1, nullptr));
+    BANYAN_ASSERT_OK(LaunchKvWrite(kv1, nullptr));
+    auto [rope2, kv2] = params(d2, q2, p2);
+    BANYAN_ASSERT_OK(LaunchRopeKvWrite(rope2, kv2, nullptr));
+    const std::vector<Bf16> want_q = Download<Bf16>(q1, size_t(rows) * q_dim);
+    const std::vector<Bf16> got_q = Download<Bf16>(q2, size_t(rows) * q_dim);
+    for (size_t i = 0; i < want_q.size(); ++i) ASSERT_EQ(got_q[i].bits, want_q[i].bits) << "q at " << i;
+    const std::vector<Bf16> want_pool = Download<Bf16>(p1, pool.size());
+    const std::vector<Bf16> got_pool = Download<Bf16>(p2, pool.size());
+    for (size_t i = 0; i < pool.size(); ++i) ASSERT_EQ(got_pool[i].bits, want_pool[i].bits) << "pool at " << i;
+    RopeParams no_out = rope2;
+    no_out.q_out = nullptr;
+    EXPECT_THAT(LaunchRopeKvWrite(no_out, kv2, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
   }
 }
 

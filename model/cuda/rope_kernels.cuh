@@ -12,6 +12,13 @@
 
 namespace banyan::model::cuda {
 
+// The rotation of one pair, with explicit rounding so every kernel that
+// rotates gives the same bits (no compiler-chosen FMA contraction).
+__device__ __forceinline__ void RotatePair(float x1, float x2, float cos_a, float sin_a, float& y1, float& y2) {
+  y1 = __fmaf_rn(x1, cos_a, -__fmul_rn(x2, sin_a));
+  y2 = __fmaf_rn(x2, cos_a, __fmul_rn(x1, sin_a));
+}
+
 __global__ void RopeKernel(RopeParams p) {
   const int half = p.head_dim / 2;
   const int heads = p.num_q_heads + p.num_kv_heads;
@@ -31,10 +38,51 @@ __global__ void RopeKernel(RopeParams p) {
     const float angle = static_cast<float>(p.positions[row]) * p.inv_freq[i];
     float sin_a, cos_a;
     sincosf(angle, &sin_a, &cos_a);
-    const float x1 = __bfloat162float(x[i]);
-    const float x2 = __bfloat162float(x[i + half]);
-    y[i] = __float2bfloat16_rn(x1 * cos_a - x2 * sin_a);
-    y[i + half] = __float2bfloat16_rn(x2 * cos_a + x1 * sin_a);
+    float y1, y2;
+    RotatePair(__bfloat162float(x[i]), __bfloat162float(x[i + half]), cos_a, sin_a, y1, y2);
+    y[i] = __float2bfloat16_rn(y1);
+    y[i + half] = __float2bfloat16_rn(y2);
+  }
+}
+
+// One block per row: cos/sin of the row's angles in shared memory, then one
+// thread per rotated pair of q and k heads (k straight into the pool), then
+// the v heads copied into the pool. REQUIRES: head_dim / 2 <= kMaxHalf.
+constexpr int kMaxHalf = 256;
+
+__global__ void RopeKvWriteKernel(RopeParams r, KvWriteParams kv) {
+  __shared__ float cos_table[kMaxHalf], sin_table[kMaxHalf];
+  const int half = r.head_dim / 2;
+  const int64_t row = blockIdx.x;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const float angle = static_cast<float>(r.positions[row]) * r.inv_freq[i];
+    sincosf(angle, &sin_table[i], &cos_table[i]);
+  }
+  __syncthreads();
+  const attention::KvLayout& l = kv.layout;
+  const int32_t page = kv.page[row], slot = kv.slot[row];
+  auto* pool = reinterpret_cast<__nv_bfloat16*>(kv.pool);
+  const int pairs = (r.num_q_heads + r.num_kv_heads) * half;
+  for (int t = threadIdx.x; t < pairs; t += blockDim.x) {
+    const int head = t / half, i = t % half;
+    const bool is_q = head < r.num_q_heads;
+    const __nv_bfloat16* x = is_q
+        ? reinterpret_cast<const __nv_bfloat16*>(r.q) + row * r.q_row_stride + int64_t{head} * r.head_dim
+        : reinterpret_cast<const __nv_bfloat16*>(r.k) + row * r.k_row_stride +
+              int64_t{head - r.num_q_heads} * r.head_dim;                                   // [head_dim]
+    __nv_bfloat16* y = is_q
+        ? reinterpret_cast<__nv_bfloat16*>(r.q_out) + row * r.q_out_row_stride + int64_t{head} * r.head_dim
+        : pool + l.Offset(kv.layer, 0, page, head - r.num_q_heads, slot);                   // [head_dim]
+    float y1, y2;
+    RotatePair(__bfloat162float(x[i]), __bfloat162float(x[i + half]), cos_table[i], sin_table[i], y1, y2);
+    y[i] = __float2bfloat16_rn(y1);
+    y[i + half] = __float2bfloat16_rn(y2);
+  }
+  const int v_elems = l.num_kv_heads * l.head_dim;
+  for (int t = threadIdx.x; t < v_elems; t += blockDim.x) {
+    const int head = t / l.head_dim, i = t % l.head_dim;
+    pool[l.Offset(kv.layer, 1, page, head, slot) + i] =
+        reinterpret_cast<const __nv_bfloat16*>(kv.v)[row * kv.v_row_stride + t];
   }
 }
 
