@@ -5,9 +5,10 @@
 // Numerics: weights and activations in bf16, the residual stream in fp32,
 // every GEMM (cuBLAS) and every reduction accumulated in fp32, logits fp32.
 // The QKV projections are one fused GEMM, gate|up another; RMSNorm is fused
-// with the residual add; RoPE, SwiGLU, the embedding gather and the KV write
-// are one kernel each (model/cuda/ops.h); attention runs through attention/'s
-// CUDA entry point over the batch's AttentionPlan.
+// with the residual add; RoPE and the KV write are one kernel; SwiGLU and the
+// embedding gather one each (model/cuda/ops.h); attention runs through
+// attention/'s TreeAttention over the batch's AttentionPlan (or its CPU path,
+// CudaBackendOptions::attention). Logits land fastest in pinned host memory.
 //
 //   BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu, CreateCudaBackend(weights));
 //   KvCache kv{KvLayoutFor(config, pages, 16, DType::kBf16), DType::kBf16, device_pool};
