@@ -48,6 +48,17 @@
 // running. Ordinary patterns on text are far below the bound; after each call that does run, the
 // deadline is checked again, so a loop of expensive-but-allowed calls is still stopped.
 //
+// Long C calls. Besides the pattern functions, every library C function runs in time linear in
+// its inputs and output, which the memory cap bounds (a table.sort of the largest table that fits
+// in 32 MiB takes well under a second); sort, concat, rep, collectgarbage and the pattern
+// functions check the deadline when they return. The deadline may therefore be overshot by one
+// such call, never more.
+//
+// Memory. Live data above cap - cap/8 found at a hook tick (after a full collection) fails with
+// the script's traceback. A single allocation that would pass the hard cap is refused at once;
+// Lua then collects, retries once and raises "not enough memory", a memory error that Lua never
+// passes to a message handler: that status names the refused request instead of a traceback.
+//
 // Error codes (the message starts with the `what` label, ends with the Lua traceback):
 //   memory cap                     -> kResourceExhausted (also string.rep over the cap)
 //   instruction budget, deadline, refused pattern -> kDeadlineExceeded

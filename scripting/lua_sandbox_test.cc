@@ -215,6 +215,10 @@ TEST(LuaSandboxTest, ErrorsCarryTheTraceback) {
                                                    "spin()");
   EXPECT_THAT(budget, StatusIs(Code::kDeadlineExceeded,
                                AllOf(HasSubstr("stack traceback"), HasSubstr("spin"))));
+  // Gradual growth is caught at a hook tick, with the script's position.
+  const absl::Status memory = box->Run("grow.lua", "local t = {}\nwhile true do t[#t + 1] = {1, 2} end");
+  EXPECT_THAT(memory, StatusIs(Code::kResourceExhausted,
+                               AllOf(HasSubstr("memory cap"), HasSubstr("grow.lua:2"))));
   const absl::Status in_coroutine =
       box->Run("co.lua", "coroutine.wrap(function() error('deep') end)()");
   EXPECT_THAT(in_coroutine, StatusIs(Code::kInvalidArgument,
