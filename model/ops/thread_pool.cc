@@ -1,8 +1,32 @@
 #include "model/ops/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define BANYAN_CPU_RELAX() _mm_pause()
+#else
+#define BANYAN_CPU_RELAX() ((void)0)
+#endif
 
 namespace banyan::model::ops {
+namespace {
+
+// Spins up to ~50 us until done() holds; returns whether it did.
+template <typename Done>
+bool SpinUntil(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  while (true) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      BANYAN_CPU_RELAX();
+    }
+    if (std::chrono::steady_clock::now() > deadline) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(num_threads > 0 ? num_threads
@@ -30,18 +54,19 @@ void ThreadPool::RunChunks() {
     lock.unlock();
     (*body)(begin, end);
     lock.lock();
-    if (++chunks_done_ == num_chunks_) done_.notify_all();
+    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == num_chunks_) done_.notify_all();
   }
 }
 
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
+    SpinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
     }
     RunChunks();
   }
@@ -65,14 +90,16 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     chunk_ = (n + max_chunks - 1) / max_chunks;
     num_chunks_ = (n + chunk_ - 1) / chunk_;
     next_chunk_ = 0;
-    chunks_done_ = 0;
+    chunks_done_.store(0, std::memory_order_relaxed);
     body_ = &body;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   RunChunks();
+  const int64_t total = num_chunks_;  // constant during the job; only this caller changes it
+  SpinUntil([&] { return chunks_done_.load(std::memory_order_acquire) == total; });
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return chunks_done_ == num_chunks_; });
+  done_.wait(lock, [&] { return chunks_done_.load(std::memory_order_relaxed) == num_chunks_; });
   body_ = nullptr;
 }
 

@@ -6,6 +6,8 @@
 //
 // ParallelFor splits [0, n) into chunks of at least `grain` items, runs them on
 // the workers and on the calling thread, and returns when every chunk is done.
+// Workers spin briefly (about 50 us) between jobs before sleeping on a
+// condition variable, since a forward pass issues hundreds of short loops.
 // Ownership: the pool owns its threads; the destructor joins them.
 // Thread-safety: ParallelFor may be called from one thread at a time (calls
 // from several threads are serialized by an internal mutex). The body must not
@@ -13,6 +15,7 @@
 #ifndef BANYAN_MODEL_OPS_THREAD_POOL_H_
 #define BANYAN_MODEL_OPS_THREAD_POOL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -50,10 +53,12 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   bool stop_ = false;             // guarded by mu_
-  uint64_t generation_ = 0;       // guarded by mu_; bumped per job
+  // Bumped per job (written under mu_; read without it by spinning workers).
+  std::atomic<uint64_t> generation_{0};
   int64_t next_chunk_ = 0;        // guarded by mu_
   int64_t num_chunks_ = 0;        // guarded by mu_
-  int64_t chunks_done_ = 0;       // guarded by mu_
+  // Written under mu_; read without it by the spinning caller.
+  std::atomic<int64_t> chunks_done_{0};
   int64_t n_ = 0, chunk_ = 0;     // guarded by mu_ (constant during a job)
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;  // guarded by mu_
 };
