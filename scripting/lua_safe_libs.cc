@@ -1,5 +1,6 @@
 #include "scripting/lua_safe_libs.h"
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <initializer_list>
@@ -100,12 +101,13 @@ int SafeLoad(lua_State* L) {
 
 int SafePrint(lua_State* L) {
   const int n = lua_gettop(L);
+  const size_t keep = LuaSandbox::FromState(L)->limits().max_log_bytes;  // never copy more
   std::string line;
   for (int i = 1; i <= n; ++i) {
     size_t length = 0;
     const char* text = luaL_tolstring(L, i, &length);
     if (i > 1) line.push_back('\t');
-    line.append(text, length);
+    line.append(text, std::min(length, keep - std::min(keep, line.size())));
     lua_pop(L, 1);
   }
   line.push_back('\n');

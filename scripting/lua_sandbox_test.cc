@@ -337,6 +337,8 @@ TEST(LuaSandboxTest, GlobalsAreExactlyTheAllowList) {
     print("hello", 42)
   )lua"));
   EXPECT_EQ(box->TakeLog(), "hello\t42\n");
+  BANYAN_EXPECT_OK(box->Run("flood.lua", "local s = ('z'):rep(1 << 20) for i = 1, 100 do print(s) end"));
+  EXPECT_EQ(box->TakeLog().size(), box->limits().max_log_bytes);
 }
 
 TEST(LuaSandboxTest, RandomNumbersFollowTheSeed) {
