@@ -43,14 +43,14 @@ absl::Status Dispatch(DType kv_dtype, int32_t head_dim, Fn&& fn) {
 }
 
 // Sets the kernel's shared-memory limit; returns how many CTAs fit on an SM.
-template <typename T, int D>
+template <typename T, int D, bool kWide>
 absl::StatusOr<int> ConfigureKernel() {
-  constexpr int kSmem = kernels::kPersistentSmemBytes<T, D>;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentAttentionKernel<T, D>,
+  constexpr int kSmem = kernels::kPersistentSmemBytes<T, D, kWide>;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentAttentionKernel<T, D, kWide>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
   BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernels::PersistentAttentionKernel<T, D>, kernels::kThreads, kSmem));
+      &blocks, kernels::PersistentAttentionKernel<T, D, kWide>, kernels::kThreads, kSmem));
   return std::max(1, blocks);
 }
 
@@ -125,16 +125,22 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
 absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream) {
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args));
   int ctas_per_sm = 1;
+  variant_ = next_variant_;
+  const bool wide = variant_ == KernelVariant::kWide;
   BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
-    BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, decltype(dim)::value>()));
+    if (wide) {
+      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, decltype(dim)::value, true>()));
+    } else {
+      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, decltype(dim)::value, false>()));
+    }
     return absl::OkStatus();
   }));
   DeviceModel device;
   device.num_sms = num_sms_;
   device.ctas_per_sm = ctas_per_sm;
   const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
-                        static_cast<int32_t>(DTypeSize(args.kv_dtype))};
+                        static_cast<int32_t>(DTypeSize(args.kv_dtype)), wide ? kernels::kWideTileRows : kTileRows};
   work_ = BuildWorkPlan(*args.plan, shape, device, path);
   grid_ = device.num_ctas();
   BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
@@ -194,8 +200,13 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
-    kernels::PersistentAttentionKernel<T, D>
-        <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D>, stream>>>(p);
+    if (variant_ == KernelVariant::kWide) {
+      kernels::PersistentAttentionKernel<T, D, true>
+          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, true>, stream>>>(p);
+    } else {
+      kernels::PersistentAttentionKernel<T, D, false>
+          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, false>, stream>>>(p);
+    }
     BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     kernels::MergeKernel<D><<<merge_grid, kernels::kMergeThreads, 0, stream>>>(p);
     BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());

@@ -40,6 +40,13 @@
 
 namespace banyan::attention {
 
+// Tensor-core tile shape of batched items: kNarrow 16 query rows per warp
+// (kTileRows per tile, tree.cuh), kWide 32 rows per warp (two m16 tiles,
+// kernels::kWideTileRows per tile, tree_wide.cuh). Both pass the same tests;
+// kWide measured 1.3-2.5x slower on the H100 (register spills at 255, and
+// the query tile staged for 256 rows per item), so kNarrow is the default.
+enum class KernelVariant { kNarrow, kWide };
+
 class TreeAttention {
  public:
   // A runner for the current CUDA device. kUnavailable without a device.
@@ -58,6 +65,10 @@ class TreeAttention {
   // Prepare + Run.
   [[nodiscard]] absl::Status Attend(const AttentionArgs& args, PathChoice path, cudaStream_t stream);
 
+  // Takes effect at the next Prepare. Default kNarrow.
+  void set_variant(KernelVariant variant) { next_variant_ = variant; }
+  KernelVariant variant() const { return variant_; }
+
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
   int32_t num_sms() const { return num_sms_; }
@@ -66,6 +77,8 @@ class TreeAttention {
   TreeAttention() = default;
   absl::Status Upload(const AttentionPlan& plan, cudaStream_t stream);
 
+  KernelVariant next_variant_ = KernelVariant::kNarrow;
+  KernelVariant variant_ = KernelVariant::kNarrow;
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
   WorkPlan work_;

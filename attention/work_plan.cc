@@ -21,15 +21,15 @@ enum class Mode { kShared, kPerEntry, kSimt };
 
 ItemKind KindOf(Mode mode) { return mode == Mode::kSimt ? ItemKind::kFlattened : ItemKind::kBatched; }
 
-std::vector<RowBlock> RowBlocks(Mode mode, int32_t entries, int32_t group) {
+std::vector<RowBlock> RowBlocks(Mode mode, int32_t entries, int32_t group, int32_t tile_rows) {
   std::vector<RowBlock> blocks;
   if (mode == Mode::kPerEntry) {
     for (int32_t e = 0; e < entries; ++e) {
-      for (int32_t h = 0; h < group; h += kTileRows) blocks.push_back({e * group + h, std::min(kTileRows, group - h)});
+      for (int32_t h = 0; h < group; h += tile_rows) blocks.push_back({e * group + h, std::min(tile_rows, group - h)});
     }
   } else if (mode == Mode::kShared) {
     const int32_t rows = entries * group;
-    for (int32_t r = 0; r < rows; r += kTileRows) blocks.push_back({r, std::min(kTileRows, rows - r)});
+    for (int32_t r = 0; r < rows; r += tile_rows) blocks.push_back({r, std::min(tile_rows, rows - r)});
   } else {
     for (int32_t e = 0; e < entries; ++e) {
       for (int32_t h = 0; h < group; h += kFlatRows) blocks.push_back({e * group + h, std::min(kFlatRows, group - h)});
@@ -72,7 +72,7 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     const int32_t length = plan.segment_length[s];
     auto cost = [&](Mode m) {
       double c = 0.0;
-      for (const RowBlock& b : RowBlocks(m, entries, group)) c += ItemCostUs(KindOf(m), b.row_count, length, shape, device);
+      for (const RowBlock& b : RowBlocks(m, entries, group, shape.tile_rows)) c += ItemCostUs(KindOf(m), b.row_count, length, shape, device);
       return c * shape.num_kv_heads;
     };
     const double flat = cost(alone);
@@ -99,10 +99,10 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   for (int32_t s = 0; s < segments; ++s) {
     const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
     const int32_t length = plan.segment_length[s];
-    const std::vector<RowBlock> blocks = RowBlocks(mode[s], entries, group);
+    const std::vector<RowBlock> blocks = RowBlocks(mode[s], entries, group, shape.tile_rows);
     const double block_cost = per_token_cost[s] * length / (blocks.size() * shape.num_kv_heads);
     const int32_t wanted = std::max(1, static_cast<int32_t>(std::ceil(block_cost / target)));
-    const int32_t len = std::max(kKvTile, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
+    const int32_t len = std::max(kMinChunk, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
     chunk_len[s] = len;
     chunks[s] = CeilDiv(length, len);
     for (int32_t e = plan.segment_entry_indptr[s]; e < plan.segment_entry_indptr[s + 1]; ++e) {

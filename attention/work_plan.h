@@ -20,7 +20,8 @@
 // cost = its entries' cost, each max(bytes / per-CTA bandwidth, flops /
 // per-CTA rate) + a fixed item overhead; the cheaper mode wins (PathChoice
 // can force one; fp32 KV is always flattened). Chunking is stream-K style:
-// every item costs about total / (2 x CTAs), items go to CTAs by longest-
+// every item costs about total / (2 x CTAs) (chunks of at least kMinChunk
+// tokens), items go to CTAs by longest-
 // processing-time-first, and the persistent kernel runs each CTA's list.
 // Thread-compatible value types; BuildWorkPlan is a pure function.
 #ifndef BANYAN_ATTENTION_WORK_PLAN_H_
@@ -33,9 +34,11 @@
 
 namespace banyan::attention {
 
-inline constexpr int32_t kTileRows = 64;   // rows of a batched query tile (4 warps x 16)
-inline constexpr int32_t kFlatRows = 16;   // query heads of a flattened item (4 warps x 4)
+inline constexpr int32_t kWarps = 8;       // warps of a CTA (256 threads)
+inline constexpr int32_t kTileRows = 16 * kWarps;  // rows of a batched query tile (16 per warp)
+inline constexpr int32_t kFlatRows = 16;   // query heads of a flattened item (2 per warp)
 inline constexpr int32_t kKvTile = 64;     // tokens per shared-memory KV tile (16-bit KV)
+inline constexpr int32_t kMinChunk = 256;  // fewest tokens of a split-K chunk (amortizes start-up)
 
 enum class ItemKind : int32_t { kBatched = 0, kFlattened = 1 };
 // kAuto: the cost model picks per segment between shared tiles (kBatched) and
@@ -64,11 +67,11 @@ static_assert(sizeof(WorkItem) == 32);
 // here (bench/RESULTS.md), mma.sync at about half of the dense bf16 rate.
 struct DeviceModel {
   int32_t num_sms = 132;
-  int32_t ctas_per_sm = 2;
+  int32_t ctas_per_sm = 1;
   double hbm_bytes_per_us = 2.9e6;
   double mma_flops_per_us = 330e6;
   double simt_flops_per_us = 25e6;  // fp32 FMA path incl. conversions
-  double item_overhead_us = 0.6;    // start-up, partial write, pipeline fill
+  double item_overhead_us = 1.5;    // start-up, partial write, pipeline fill
   int32_t num_ctas() const { return num_sms * ctas_per_sm; }
 };
 
@@ -77,6 +80,7 @@ struct WorkShape {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   int32_t kv_dtype_bytes = 2;
+  int32_t tile_rows = kTileRows;  // rows of a batched tile (the kernel variant's)
   int32_t group() const { return num_q_heads / num_kv_heads; }
 };
 

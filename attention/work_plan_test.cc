@@ -67,6 +67,7 @@ struct Case {
   bool prefill;
   PathChoice choice;
   int32_t ctas_per_sm;
+  int32_t tile_rows = kTileRows;
 };
 
 class WorkPlanTest : public ::testing::TestWithParam<Case> {};
@@ -85,10 +86,10 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
   DeviceModel device;
   device.num_sms = 4;  // small device: forces chunking
   device.ctas_per_sm = c.ctas_per_sm;
-  const WorkPlan wp = BuildWorkPlan(tree.plan, {c.q_heads, c.kv_heads, 64, 2}, device, c.choice);
+  const WorkPlan wp = BuildWorkPlan(tree.plan, {c.q_heads, c.kv_heads, 64, 2, c.tile_rows}, device, c.choice);
   ASSERT_EQ(wp.cta_item_indptr.size(), static_cast<size_t>(device.num_ctas()) + 1);
   for (const WorkItem& it : wp.items) {
-    ASSERT_LE(it.row_count, it.kind == 0 ? kTileRows : kFlatRows);
+    ASSERT_LE(it.row_count, it.kind == 0 ? c.tile_rows : kFlatRows);
     if (c.choice == PathChoice::kPerSequence) {
       ASSERT_LE(it.row_begin % (c.q_heads / c.kv_heads) + it.row_count, c.q_heads / c.kv_heads);
     }
@@ -116,7 +117,9 @@ INSTANTIATE_TEST_SUITE_P(Plans, WorkPlanTest,
                                            Case{2, 3, 1, 40, false, PathChoice::kFlattened, 2},
                                            Case{3, 50, 2, 8, false, PathChoice::kPerSequence, 2},
                                            Case{2, 3, 1, 80, false, PathChoice::kPerSequence, 1},
-                                           Case{3, 4, 2, 8, true, PathChoice::kAuto, 2}));
+                                           Case{3, 4, 2, 8, true, PathChoice::kAuto, 2},
+                                           Case{3, 60, 1, 8, false, PathChoice::kAuto, 1, 256},
+                                           Case{2, 20, 2, 8, true, PathChoice::kBatched, 1, 256}));
 
 TEST(WorkPlanCostTest, BatchingWinsWhenManyRowsShareKv) {
   const WorkShape shape{32, 8, 128, 2};

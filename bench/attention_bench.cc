@@ -1,6 +1,8 @@
 // Tree attention vs the per-sequence baselines on the shapes (bf16,
 // head_dim 128, page size 16), side by side in one run:
-//   tree     TreeAttention, PathChoice::kAuto (cost model; shared KV tiles)
+//   tree     TreeAttention, PathChoice::kAuto (cost model; shared KV tiles),
+//            KernelVariant::kNarrow (16 rows per warp, the default);
+//   wide     the same with KernelVariant::kWide (32 rows per warp)
 //   perseq   PathChoice::kPerSequence: each row reads its whole path itself,
 //            tensor-core tiles per sequence (FlashInfer-style GQA decode)
 //   flat     PathChoice::kFlattened: FlashDecoding-style split-K on CUDA cores
@@ -39,7 +41,7 @@ struct Shape {
 };
 
 struct Row {
-  double tree = 0, perseq = 0, flat = 0, floor = 0;
+  double tree = 0, wide = 0, perseq = 0, flat = 0, floor = 0;
 };
 std::map<std::string, Row>& Results() {
   static auto* results = new std::map<std::string, Row>();
@@ -59,7 +61,7 @@ std::vector<std::string>& Order() {
     }                                                           \
   } while (false)
 
-void RunShape(benchmark::State& state, const Shape& shape, PathChoice path) {
+void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, KernelVariant variant) {
   if (!gpu::HasGpu()) {
     state.SkipWithError("no GPU");
     return;
@@ -104,6 +106,7 @@ void RunShape(benchmark::State& state, const Shape& shape, PathChoice path) {
   args.out_dtype = DType::kBf16;
   auto runner = TreeAttention::Create();
   BENCH_OK(runner.status());
+  (*runner)->set_variant(variant);
   BENCH_OK((*runner)->Prepare(args, path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -142,7 +145,9 @@ void RunShape(benchmark::State& state, const Shape& shape, PathChoice path) {
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
   Row& row = Results()[shape.name];
   row.floor = floor_us;
-  (path == PathChoice::kAuto ? row.tree : path == PathChoice::kPerSequence ? row.perseq : row.flat) = median;
+  (path == PathChoice::kAuto ? (variant == KernelVariant::kWide ? row.wide : row.tree)
+   : path == PathChoice::kPerSequence ? row.perseq
+                                      : row.flat) = median;
 }
 
 std::vector<Shape> Shapes() {
@@ -165,13 +170,13 @@ std::vector<Shape> Shapes() {
 }
 
 void PrintTable() {
-  std::printf("\n%-34s %9s %9s %9s %9s %7s %7s %7s\n", "shape (bf16, D=128)", "tree_us", "perseq", "flat", "floor",
-              "x_floor", "ps/tree", "fl/tree");
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree_us", "wide", "perseq",
+              "flat", "floor", "x_floor", "ps/tree", "fl/tree");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
     if (r.tree <= 0) continue;
-    std::printf("%-34s %9.1f %9.1f %9.1f %9.1f %7.2f %7.2f %7.2f\n", name.c_str(), r.tree, r.perseq, r.flat, r.floor,
-                r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n", name.c_str(), r.tree, r.wide, r.perseq,
+                r.flat, r.floor, r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
   }
 }
 
@@ -182,10 +187,17 @@ int main(int argc, char** argv) {
   using namespace banyan::attention;
   for (const Shape& shape : Shapes()) {
     Order().push_back(shape.name);
-    for (auto [path, tag] : {std::pair{PathChoice::kAuto, "tree"}, std::pair{PathChoice::kPerSequence, "perseq"},
-                             std::pair{PathChoice::kFlattened, "flat"}}) {
-      benchmark::RegisterBenchmark(absl::StrCat("attn/", tag, "/", shape.name).c_str(),
-                                   [shape, path = path](benchmark::State& st) { RunShape(st, shape, path); })
+    struct Variant {
+      PathChoice path;
+      KernelVariant kernel;
+      const char* tag;
+    };
+    for (const Variant& v : {Variant{PathChoice::kAuto, KernelVariant::kNarrow, "tree"},
+                             Variant{PathChoice::kAuto, KernelVariant::kWide, "tree_wide"},
+                             Variant{PathChoice::kPerSequence, KernelVariant::kNarrow, "perseq"},
+                             Variant{PathChoice::kFlattened, KernelVariant::kNarrow, "flat"}}) {
+      benchmark::RegisterBenchmark(absl::StrCat("attn/", v.tag, "/", shape.name).c_str(),
+                                   [shape, v](benchmark::State& st) { RunShape(st, shape, v.path, v.kernel); })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond)
           ->Iterations(20);

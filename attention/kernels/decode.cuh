@@ -22,9 +22,9 @@ inline constexpr int kFlatTile = 128 / static_cast<int>(sizeof(T));
 
 template <typename T, int D>
 inline constexpr int kFlatKvBytes = 2 * 2 * kFlatTile<T> * kSmemStride<T, D> * static_cast<int>(sizeof(T));
-// Plus q ([kFlatRows][D] floats) and probabilities ([4 warps][tile] floats).
+// Plus q ([kFlatRows][D] floats) and probabilities ([kWarps][tile] floats).
 template <typename T, int D>
-inline constexpr int kFlattenedSmemBytes = kFlatKvBytes<T, D> + (kFlatRows * D + 4 * kFlatTile<T>) * 4;
+inline constexpr int kFlattenedSmemBytes = kFlatKvBytes<T, D> + (kFlatRows * D + kWarps * kFlatTile<T>) * 4;
 
 template <typename T, int D>
 __device__ __forceinline__ void RunFlattenedItem(const TreeParams& p, const WorkItem& it, char* smem) {
@@ -33,7 +33,7 @@ __device__ __forceinline__ void RunFlattenedItem(const TreeParams& p, const Work
   constexpr int kTileElems = kTile * kStride;
   constexpr int kPerLane = D / 32;          // output dims per lane
   constexpr int kVecElems = 16 / sizeof(T);  // elements per 16-byte K load
-  constexpr int kHeadsPerWarp = kFlatRows / 4;
+  constexpr int kHeadsPerWarp = kFlatRows / kWarps;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   T* tiles = reinterpret_cast<T*>(smem);
   float* sQ = reinterpret_cast<float*>(smem + kFlatKvBytes<T, D>);
@@ -80,7 +80,7 @@ __device__ __forceinline__ void RunFlattenedItem(const TreeParams& p, const Work
     const int32_t tok0 = it.kv_begin + t * kTile;
 #pragma unroll
     for (int hw = 0; hw < kHeadsPerWarp; ++hw) {
-      const int h = warp + 4 * hw;
+      const int h = warp + kWarps * hw;
       if (h >= it.row_count) continue;
       const float* q = sQ + h * D;
       float s[kTile / 32];
@@ -132,7 +132,7 @@ __device__ __forceinline__ void RunFlattenedItem(const TreeParams& p, const Work
   const int64_t slot = int64_t{p.entry_partial_base[entry]} + it.chunk;
 #pragma unroll
   for (int hw = 0; hw < kHeadsPerWarp; ++hw) {
-    const int h = warp + 4 * hw;
+    const int h = warp + kWarps * hw;
     if (h >= it.row_count) continue;
     const float inv = FinalScale(l[hw]);
     float* dst = p.partial_o + (slot * p.num_q_heads + head0 + h) * D + lane * kPerLane;

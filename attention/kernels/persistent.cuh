@@ -11,14 +11,20 @@
 #include "attention/kernels/decode.cuh"
 #include "attention/kernels/params.cuh"
 #include "attention/kernels/tree.cuh"
+#include "attention/kernels/tree_wide.cuh"
 
 namespace banyan::attention::kernels {
 
-template <typename T, int D>
+// fp32 KV runs flattened items only; kWide batched items also hold the query tile.
+template <typename T, int D, bool kWide>
 inline constexpr int kPersistentSmemBytes =
-    kBatchedSmemBytes<T, D> > kFlattenedSmemBytes<T, D> ? kBatchedSmemBytes<T, D> : kFlattenedSmemBytes<T, D>;
+    sizeof(T) == 4 ? kFlattenedSmemBytes<T, D>
+    : kWide        ? (kWideSmemBytes<T, D> > kFlattenedSmemBytes<T, D> ? kWideSmemBytes<T, D> : kFlattenedSmemBytes<T, D>)
+                   : (kBatchedSmemBytes<T, D> > kFlattenedSmemBytes<T, D> ? kBatchedSmemBytes<T, D>
+                                                                        : kFlattenedSmemBytes<T, D>);
 
-template <typename T, int D>
+// kWide: batched items use tree_wide.cuh (32 rows per warp), else tree.cuh.
+template <typename T, int D, bool kWide>
 __global__ void __launch_bounds__(kThreads) PersistentAttentionKernel(const TreeParams p) {
   extern __shared__ __align__(16) char smem[];
   __shared__ int s_max_limit;
@@ -27,7 +33,11 @@ __global__ void __launch_bounds__(kThreads) PersistentAttentionKernel(const Tree
     const WorkItem it = p.items[i];
     if constexpr (sizeof(T) == 2) {
       if (it.kind == static_cast<int32_t>(ItemKind::kBatched)) {
-        RunBatchedItem<T, D>(p, it, smem, &s_max_limit);
+        if constexpr (kWide) {
+          RunBatchedItemWide<T, D>(p, it, smem, &s_max_limit);
+        } else {
+          RunBatchedItem<T, D>(p, it, smem, &s_max_limit);
+        }
       } else {
         RunFlattenedItem<T, D>(p, it, smem);
       }

@@ -1,8 +1,9 @@
 // The batched (tree) work item: a tile of up to kTileRows packed query rows
 // (entries of one segment x the query heads of one KV group) attends a chunk
 // of the segment's KV on tensor cores (hydragen 3.2: the shared KV is read
-// once for the whole tile). 4 warps; warp w owns packed rows 16w..16w+15 and
-// the whole head dimension. Per 64-token KV tile (double-buffered cp.async):
+// once for the whole tile). kWarps warps; warp w owns packed rows
+// 16w..16w+15 and the whole head dimension. Per 64-token KV tile (cp.async,
+// kStages tiles in flight):
 //   S[16 x 64] = Q[16 x D] . K^T     (mma.sync m16n8k16, K via ldmatrix)
 //   online softmax per row (state.cuh), P in registers as the next A operand
 //   O[16 x D] += P[16 x 64] . V      (V via ldmatrix.trans)
@@ -16,11 +17,13 @@
 
 namespace banyan::attention::kernels {
 
-inline constexpr int kThreads = 128;
+inline constexpr int kThreads = 32 * kWarps;
 
-// Shared memory of a batched item: two stages of K and V tiles.
+// Pipeline depth: KV tiles in flight (cp.async groups) while one is computed.
+inline constexpr int kStages = 4;
+// Shared memory of a batched item: kStages stages of K and V tiles.
 template <typename T, int D>
-inline constexpr int kBatchedSmemBytes = 2 * 2 * kKvTile * kSmemStride<T, D> * static_cast<int>(sizeof(T));
+inline constexpr int kBatchedSmemBytes = kStages * 2 * kKvTile * kSmemStride<T, D> * static_cast<int>(sizeof(T));
 
 template <typename T, int D>
 __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkItem& it, char* smem,
@@ -77,24 +80,28 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
 
   T* tiles = reinterpret_cast<T*>(smem);
   const int num_tiles = kv_end > it.kv_begin ? (kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
-  if (num_tiles > 0) {
-    LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin, kv_end, tiles,
-                                        tiles + kTileElems);
+  // Prologue: tiles 0 .. kStages - 2, one commit group each (empty groups keep the count).
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < num_tiles) {
+      T* stage = tiles + st * 2 * kTileElems;
+      LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + st * kKvTile, kv_end, stage,
+                                          stage + kTileElems);
+    }
     CpAsyncCommit();
   }
   for (int t = 0; t < num_tiles; ++t) {
-    if (t + 1 < num_tiles) {
-      T* next = tiles + ((t + 1) & 1) * 2 * kTileElems;
-      LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + (t + 1) * kKvTile, kv_end,
-                                          next, next + kTileElems);
-      CpAsyncCommit();
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
+    const int ahead = t + kStages - 1;
+    if (ahead < num_tiles) {
+      T* stage = tiles + (ahead % kStages) * 2 * kTileElems;
+      LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + ahead * kKvTile, kv_end,
+                                          stage, stage + kTileElems);
     }
+    CpAsyncCommit();
+    CpAsyncWait<kStages - 1>();  // tile t has landed
     __syncthreads();
     if (warp_active) {
-      const T* sK = tiles + (t & 1) * 2 * kTileElems;
+      const T* sK = tiles + (t % kStages) * 2 * kTileElems;
       const T* sV = sK + kTileElems;
       const int32_t tok0 = it.kv_begin + t * kKvTile;
       float s[8][4];
@@ -152,8 +159,9 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
         }
       }
     }
-    __syncthreads();  // the stage read now is the one loaded next
+    __syncthreads();  // this stage is refilled kStages - 1 tiles later
   }
+  CpAsyncWait<0>();  // no copy may still target shared memory when the item ends
 
   // Finish: row sums over the 4 threads of a row, then the partial states.
   for (int r = 0; r < 2; ++r) {
