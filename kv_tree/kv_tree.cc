@@ -73,7 +73,7 @@ KvTree::KvTree(std::unique_ptr<KvStorage> storage, EvictionScoreFn score)
 KvTree::~KvTree() = default;
 
 void KvTree::SetEvictionPolicy(EvictionScoreFn score) {
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   eviction_score_ = std::move(score);
 }
 
@@ -461,7 +461,7 @@ void KvTree::ShrinkLeaf(uint32_t index, int32_t new_length) {
 // ---------------------------------------------------------------- public ops
 
 absl::StatusOr<Extension> KvTree::Insert(const KvNamespace& ns, absl::Span<const int32_t> tokens) {
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   const size_t namespaces_before = namespaces_.size();
   const uint32_t root = RootOf(ns);
   const uint32_t slot = NewBranchSlot(root);
@@ -482,7 +482,7 @@ absl::StatusOr<Extension> KvTree::Insert(const KvNamespace& ns, absl::Span<const
 }
 
 absl::StatusOr<Extension> KvTree::Append(Branch branch, absl::Span<const int32_t> tokens) {
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   return ExtendBranch(slot, tokens);
 }
@@ -491,7 +491,7 @@ absl::StatusOr<std::vector<Branch>> KvTree::Fork(Branch branch, int32_t n) {
   if (n < 1 || n > kMaxFork) {
     return absl::InvalidArgumentError(absl::StrCat("fork count ", n, " not in [1, ", kMaxFork, "]"));
   }
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   const uint32_t node = branches_[slot].node;
   std::vector<Branch> out;
@@ -505,7 +505,7 @@ absl::StatusOr<std::vector<Branch>> KvTree::Fork(Branch branch, int32_t n) {
 }
 
 absl::StatusOr<Branch> KvTree::Fork(Branch branch) {
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   const uint32_t node = branches_[slot].node;
   const uint32_t s = NewBranchSlot(node);
@@ -514,7 +514,7 @@ absl::StatusOr<Branch> KvTree::Fork(Branch branch) {
 }
 
 absl::Status KvTree::Truncate(Branch branch, int64_t new_length) {
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   const uint32_t leaf = branches_[slot].node;
   const int64_t end = EndOf(leaf);
@@ -543,7 +543,7 @@ absl::Status KvTree::Truncate(Branch branch, int64_t new_length) {
 }
 
 absl::Status KvTree::Release(Branch branch) {
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   Touch(branches_[slot].node);
   FreeBranchSlot(slot);
@@ -551,7 +551,7 @@ absl::Status KvTree::Release(Branch branch) {
 }
 
 absl::StatusOr<KvPin> KvTree::Pin(NodeId id) {
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t node, ResolveNode(id));
   uint32_t slot;
   if (!free_pins_.empty()) {
@@ -575,7 +575,7 @@ absl::StatusOr<KvPin> KvTree::Pin(NodeId id) {
 }
 
 absl::Status KvTree::UnpinSlot(uint32_t slot, uint32_t generation) {
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   if (slot >= pins_.size() || !pins_[slot].live || pins_[slot].generation != generation) {
     return absl::NotFoundError("pin already released");
   }
@@ -594,19 +594,19 @@ absl::Status KvTree::UnpinSlot(uint32_t slot, uint32_t generation) {
 // ---------------------------------------------------------------- queries
 
 absl::StatusOr<NodeId> KvTree::NodeOf(Branch branch) const {
-  absl::ReaderMutexLock lock(&mu_);
+  TreeReaderLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   return IdOf(branches_[slot].node);
 }
 
 absl::StatusOr<int64_t> KvTree::Length(Branch branch) const {
-  absl::ReaderMutexLock lock(&mu_);
+  TreeReaderLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   return EndOf(branches_[slot].node);
 }
 
 absl::StatusOr<std::vector<int32_t>> KvTree::Tokens(Branch branch) const {
-  absl::ReaderMutexLock lock(&mu_);
+  TreeReaderLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   uint32_t node = branches_[slot].node;
   std::vector<int32_t> out(EndOf(node));
@@ -618,7 +618,7 @@ absl::StatusOr<std::vector<int32_t>> KvTree::Tokens(Branch branch) const {
 }
 
 absl::StatusOr<std::vector<KvSlot>> KvTree::Slots(Branch branch) const {
-  absl::ReaderMutexLock lock(&mu_);
+  TreeReaderLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
   uint32_t node = branches_[slot].node;
   std::vector<KvSlot> out(EndOf(node));
@@ -634,7 +634,7 @@ absl::StatusOr<std::vector<KvSlot>> KvTree::Slots(Branch branch) const {
 }
 
 absl::StatusOr<NodeInfo> KvTree::GetNode(NodeId id) const {
-  absl::ReaderMutexLock lock(&mu_);
+  TreeReaderLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t index, ResolveNode(id));
   const Node& n = nodes_[index];
   NodeInfo info;
@@ -651,7 +651,7 @@ absl::StatusOr<NodeInfo> KvTree::GetNode(NodeId id) const {
 }
 
 KvTreeStats KvTree::Stats() const {
-  absl::ReaderMutexLock lock(&mu_);
+  TreeReaderLock lock(&mu_);
   KvTreeStats s;
   s.nodes = live_nodes_;
   s.cached_leaves = static_cast<int64_t>(evictable_.size());

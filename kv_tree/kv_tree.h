@@ -45,9 +45,12 @@
 // their K/V already. A copy on write (a partly filled page shared with another
 // node) is issued through KvStorage::CopyPage inside the call, before it
 // returns; on a device the caller must order its K/V writes after it (the same
-// stream).
+// stream). A plan's pages stay valid while every branch (or pin) it was built
+// from stays live: release branches only after the kernels of the step that
+// read them have finished, or an eviction may hand their pages to a new node.
 //
-// Thread safety: KvTree is internally synchronized (one absl::Mutex): every
+// Thread safety: KvTree is internally synchronized (one reader-writer lock,
+// tree_mutex.h; queries share it, everything else holds it exclusively): every
 // method may be called from any thread concurrently, including fork / append /
 // release of different or the same branches, and plan building. Operations are
 // linearizable. What the tree does not order is the caller's access to the
@@ -57,8 +60,9 @@
 // tree's lock. REQUIRES: the tree outlives every KvPin it issued.
 //
 // Errors (never aborts on caller input):
-//   kNotFound          stale Branch / NodeId / KvPin (released, evicted, reused slot)
-//   kInvalidArgument   malformed handle, negative token, bad count or length
+//   kNotFound          stale Branch / NodeId (released, evicted, slot reused)
+//   kInvalidArgument   malformed handle, empty KvPin receipt, negative token,
+//                      bad count or length
 //   kResourceExhausted not enough pages even after evicting every cached node
 //   kFailedPrecondition a plan row without tokens to attend
 #ifndef BANYAN_KV_TREE_KV_TREE_H_
@@ -77,11 +81,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "attention/attention_plan.h"
 #include "kv_tree/kv_storage.h"
 #include "kv_tree/page_pool.h"
+#include "kv_tree/tree_mutex.h"
 #include "kv_tree/tree_snapshot.h"
 
 namespace banyan::kv_tree {
@@ -164,7 +168,9 @@ struct EvictionCandidate {
   int64_t prefix_length = 0;  // tokens before the node on its path
   uint64_t last_access = 0;   // tree clock of the last use (monotonic)
 };
-// Lower score is evicted first. Called under the tree's lock: must not call the tree.
+// Lower score is evicted first (ties: least recently used). Called under the
+// tree's lock: must not call the tree. With a policy set, choosing each victim
+// scans the evictable nodes (O(cached leaves)); LRU alone is O(log n).
 using EvictionScoreFn = std::function<double(const EvictionCandidate&)>;
 
 struct NodeInfo {
@@ -431,7 +437,7 @@ class KvTree {
   const std::unique_ptr<KvStorage> storage_;
   const int32_t page_size_;
 
-  mutable absl::Mutex mu_;
+  mutable TreeMutex mu_;
   PagePool pool_ ABSL_GUARDED_BY(mu_);
   std::deque<Node> nodes_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> free_nodes_ ABSL_GUARDED_BY(mu_);

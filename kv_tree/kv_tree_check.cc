@@ -10,7 +10,7 @@
 namespace banyan::kv_tree {
 
 TreeSnapshot KvTree::Snapshot() const {
-  absl::ReaderMutexLock lock(&mu_);
+  TreeReaderLock lock(&mu_);
   TreeSnapshot out;
   out.page_size = page_size_;
   for (const KvNamespace& ns : namespaces_) out.namespaces.push_back({ns.model, ns.adapter});
@@ -42,7 +42,7 @@ TreeSnapshot KvTree::Snapshot() const {
 
 absl::StatusOr<std::vector<KvTree::RestoredNode>> KvTree::Restore(const TreeSnapshot& snapshot) {
   BANYAN_RETURN_IF_ERROR(ValidateSnapshot(snapshot));
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   std::vector<RestoredNode> out;
   out.reserve(snapshot.nodes.size());
   for (const SnapshotNode& node : snapshot.nodes) {
@@ -69,7 +69,7 @@ absl::StatusOr<std::vector<KvTree::RestoredNode>> KvTree::Restore(const TreeSnap
 }
 
 absl::Status KvTree::CheckInvariants() const {
-  absl::ReaderMutexLock lock(&mu_);
+  TreeReaderLock lock(&mu_);
   auto fail = [](auto&&... parts) { return absl::InternalError(absl::StrCat(parts...)); };
   const int32_t P = page_size_;
   std::vector<int32_t> holders(pool_.capacity(), 0);

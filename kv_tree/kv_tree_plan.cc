@@ -26,7 +26,7 @@ absl::Status KvTree::BuildDecodePlan(absl::Span<const Branch> leaves, const Plan
   if (leaves.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return absl::InvalidArgumentError("BuildDecodePlan: too many rows");
   }
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   plan_rows_.clear();
   plan_rows_.reserve(leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -45,7 +45,7 @@ absl::Status KvTree::BuildPrefillPlan(absl::Span<const PrefillRows> rows, const 
                                       attention::AttentionPlan* plan,
                                       std::vector<NodeId>* segment_nodes) {
   if (plan == nullptr) return absl::InvalidArgumentError("BuildPrefillPlan: null plan");
-  absl::MutexLock lock(&mu_);
+  TreeLock lock(&mu_);
   plan_rows_.clear();
   int64_t total = 0;
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -3,11 +3,14 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "google/protobuf/stubs/logging.h"
 #include "kv_tree/kv_tree.h"
 #include "kv_tree/kv_tree_proto.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace banyan::kv_tree;
+  static google::protobuf::LogSilencer* quiet = new google::protobuf::LogSilencer;  // bad UTF-8 logs
+  (void)quiet;
   absl::StatusOr<TreeSnapshot> snap =
       ParseSnapshot(absl::string_view(reinterpret_cast<const char*>(data), size));
   if (!snap.ok()) {
