@@ -1,20 +1,19 @@
 # Loaders (GGUF, safetensors), tokenizers and chat formats of banyan_model
 # (engineer "loaders"); included from model/CMakeLists.txt.
 find_package(nlohmann_json REQUIRED)
-find_package(ICU REQUIRED COMPONENTS uc)
 find_package(ZLIB REQUIRED)
 
 set(BANYAN_MODEL_LOADER_SRCS
   loader.cc
   gguf/mapped_file.cc gguf/ggml_types.cc gguf/gguf_file.cc gguf/gguf_model.cc
   safetensors/safetensors_file.cc safetensors/hf_model.cc
-  tokenizer/unicode.cc tokenizer/pretokenizer.cc tokenizer/tokenizer.cc tokenizer/added_tokens.cc
+  tokenizer/unicode.cc tokenizer/unicode_tables.cc tokenizer/pretokenizer.cc tokenizer/tokenizer.cc tokenizer/added_tokens.cc
   tokenizer/bpe_tokenizer.cc tokenizer/spm_tokenizer.cc tokenizer/hf_tokenizer_json.cc
   tokenizer/gguf_tokenizer.cc
   chat/chat_format.cc)
 target_sources(banyan_model PRIVATE ${BANYAN_MODEL_LOADER_SRCS})
 target_link_libraries(banyan_model PUBLIC absl::flat_hash_map absl::span
-                                   PRIVATE nlohmann_json::nlohmann_json ICU::uc)
+                                   PRIVATE nlohmann_json::nlohmann_json)
 
 if(BANYAN_BUILD_TESTS OR BANYAN_FUZZ)
   # Test-only helpers: asset reading, tiny model writers, fuzz entry functions.

@@ -125,6 +125,16 @@ TEST(TokenizerUnitTest, SentencePieceAddsBosAndStripsPrefixSpace) {
   EXPECT_EQ(CompleteUtf8Prefix("ab\xff"), 3u);  // never completable: passed through
 }
 
+TEST(TokenizerUnitTest, NfcComposesReordersAndKeepsInvalidBytes) {
+  EXPECT_EQ(NormalizeNfc("e\xcc\x81"), "\xc3\xa9");                    // e + U+0301 -> é
+  EXPECT_EQ(NormalizeNfc("a\xcc\xa3\xcc\x82"), "\xe1\xba\xad");        // a + dot below + circumflex
+  EXPECT_EQ(NormalizeNfc("a\xcc\x82\xcc\xa3"), "\xe1\xba\xad");        // same, marks reordered
+  EXPECT_EQ(NormalizeNfc("\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8"), "\xea\xb0\x81");  // jamo -> 각
+  EXPECT_EQ(NormalizeNfc("\xe2\x84\xab"), "\xc3\x85");                 // ANGSTROM SIGN -> Å
+  EXPECT_EQ(NormalizeNfc("\xef\xac\x81"), "\xef\xac\x81");            // ﬁ: compatibility only, kept
+  EXPECT_EQ(NormalizeNfc("x\xff\xcc\x81"), "x\xff\xcc\x81");          // invalid UTF-8: unchanged
+}
+
 TEST(TokenizerUnitTest, AddedTokenMatcherPrefersLongest) {
   AddedTokenMatcher m({{"<a>", 1}, {"<a>b", 2}, {"x", 3, true, false, true}});
   auto segs = m.Split("q<a>bx  z<a>");

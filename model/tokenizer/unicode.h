@@ -1,6 +1,7 @@
 // Unicode helpers for the tokenizers: UTF-8 scanning that tolerates invalid
 // bytes, the character classes the pre-tokenizer regexes use (\p{L}, \p{N},
-// \s), NFC normalization (ICU), and GPT-2's byte <-> printable-char map.
+// \s), NFC normalization, and GPT-2's byte <-> printable-char map, over
+// tables generated from the Unicode Character Database (unicode_tables.h).
 // Thread-safe (pure functions over immutable tables).
 #ifndef BANYAN_MODEL_TOKENIZER_UNICODE_H_
 #define BANYAN_MODEL_TOKENIZER_UNICODE_H_
