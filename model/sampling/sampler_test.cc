@@ -1,6 +1,7 @@
 #include "model/sampling/sampler.h"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
 #include <set>
 #include <vector>
@@ -86,6 +87,40 @@ TEST(SamplerTest, TopPOnALargeFlatTail) {
   EXPECT_TRUE(kept.count(7));
   EXPECT_TRUE(kept.count(0));  // ties: lowest ids first
   EXPECT_FALSE(kept.count(10000));
+}
+
+// The kept set of top-k then top-p, written the plain way: sort all tokens
+// (value desc, id asc), cut at k, then keep while the preceding mass < p.
+std::set<int32_t> NaiveTopKTopP(const std::vector<float>& l, int k, double top_p) {
+  std::vector<int32_t> ids(l.size());
+  for (size_t i = 0; i < l.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+  if (k > 0 && k < static_cast<int>(ids.size())) ids.resize(k);
+  double z = 0;
+  for (int32_t id : ids) z += std::exp(double{l[id]} - l[ids[0]]);
+  std::set<int32_t> kept;
+  double cumulative = 0;
+  for (int32_t id : ids) {
+    if (cumulative >= top_p) break;
+    kept.insert(id);
+    cumulative += std::exp(double{l[id]} - l[ids[0]]) / z;
+  }
+  return kept;
+}
+
+TEST(SamplerTest, TopKTopPMatchNaiveOnRandomLogits) {
+  Rng rng(17);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int vocab = 1 + static_cast<int>(rng.UniformInt(3000));
+    std::vector<float> l(vocab);
+    const float spread = 0.5f + 8.0f * rng.Uniform();
+    for (float& x : l) x = spread * rng.Normal();
+    SamplingParams p;
+    p.top_k = trial % 3 == 0 ? 0 : 1 + static_cast<int>(rng.UniformInt(vocab));
+    p.top_p = 0.05f + 0.95f * rng.Uniform();
+    BANYAN_ASSERT_OK_AND_ASSIGN(auto out, Make(p).ProcessLogits(l, {}, {}));
+    EXPECT_EQ(Kept(out), NaiveTopKTopP(l, p.top_k, p.top_p)) << "trial " << trial;
+  }
 }
 
 TEST(SamplerTest, MinPKeepsTokensAboveFractionOfMax) {
