@@ -272,6 +272,135 @@ TEST(CpuBackendKvDtypeTest, Bf16PoolStaysClose) { CheckForkedDecode(0, DType::kB
 
 TEST(CpuBackendKvDtypeTest, Fp16PoolStaysClose) { CheckForkedDecode(1, DType::kF16, 5e-3); }
 
+// ---- A three-level tree by hand ---------------------------------------------
+// Node A (the prompt, 19 tokens on pages 0-2, the last one partial), node B1
+// continuing A's partial page at slot 3 (no copy: A's tokens stay in A's
+// segment), node B2 on a fresh page, then leaves C1, C2 under B1 and C3 under
+// B2 decoded together. B1 and B2 are prefilled as nodes with an ancestor
+// (causal inside the node, full over A). Every row equals the dense forward of
+// its root-to-leaf sequence.
+
+struct HandNode {
+  std::vector<int32_t> pages;
+  int32_t first_slot = 0;
+  std::vector<int32_t> tokens;
+};
+
+// Builds the plan for `rows`, each a list of (node, kv limit) it attends.
+attention::AttentionPlan HandPlan(const std::vector<HandNode*>& nodes, int32_t page_size,
+                                  const std::vector<std::vector<std::pair<int, int32_t>>>& rows) {
+  attention::AttentionPlan p;
+  p.page_size = page_size;
+  p.num_queries = static_cast<int32_t>(rows.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::vector<std::pair<int32_t, int32_t>> entries;  // (row, limit)
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (auto [node, limit] : rows[r]) {
+        if (node == static_cast<int>(n)) entries.emplace_back(static_cast<int32_t>(r), limit);
+      }
+    }
+    if (entries.empty()) continue;
+    const HandNode& h = *nodes[n];
+    const int32_t len = static_cast<int32_t>(h.tokens.size());
+    const int32_t pages = (h.first_slot + len + page_size - 1) / page_size;
+    p.page_indices.insert(p.page_indices.end(), h.pages.begin(), h.pages.begin() + pages);
+    p.segment_page_indptr.push_back(static_cast<int32_t>(p.page_indices.size()));
+    p.segment_first_slot.push_back(h.first_slot);
+    p.segment_length.push_back(len);
+    for (auto [row, limit] : entries) {
+      p.entry_query.push_back(row);
+      p.entry_kv_limit.push_back(limit);
+    }
+    p.segment_entry_indptr.push_back(static_cast<int32_t>(p.entry_query.size()));
+  }
+  attention::FillQueryEntries(p);
+  return p;
+}
+
+TEST(CpuBackendTreeTest, ThreeLevelTreeMatchesDenseSequences) {
+  const ModelConfig c = SmallConfig(2);
+  auto weights = std::make_shared<const ModelWeights>(MakeRandomWeights(c, 300));
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto backend, CreateCpuBackend(weights, {.num_threads = 2}));
+  Rng rng(23);
+  const int32_t ps = 8;
+  Pool pool(c, 32, ps, DType::kF32);
+  HandNode a{{0, 1, 2}, 0, RandomTokens(rng, 19, c.vocab_size)};
+  HandNode b1{{2, 3, 4}, 3, RandomTokens(rng, 9, c.vocab_size)};  // continues page 2 at slot 3
+  HandNode b2{{5, 6}, 0, RandomTokens(rng, 6, c.vocab_size)};
+  HandNode c1{{7, 8}, 0, {}}, c2{{9, 10}, 0, {}}, c3{{11, 12}, 0, {}};
+  std::vector<HandNode*> nodes = {&a, &b1, &b2, &c1, &c2, &c3};
+  auto run = [&](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                 const std::vector<int32_t>& pages, const std::vector<int32_t>& slots,
+                 const attention::AttentionPlan& plan, std::vector<float>& logits) {
+    std::vector<int32_t> rows(tokens.size());
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
+    ForwardBatch batch{tokens, positions, pages, slots, &plan, rows};
+    logits.assign(tokens.size() * c.vocab_size, std::numeric_limits<float>::quiet_NaN());
+    return backend->Forward(batch, pool.kv, absl::MakeSpan(logits));
+  };
+  // Prefill a node whose ancestors' tokens number `offset`, attending `ancestors`.
+  auto prefill = [&](int node, int32_t offset, const std::vector<std::pair<int, int32_t>>& ancestors,
+                     std::vector<float>& logits) {
+    const HandNode& h = *nodes[node];
+    std::vector<int32_t> positions, pages, slots;
+    std::vector<std::vector<std::pair<int, int32_t>>> rows;
+    for (int32_t i = 0; i < static_cast<int32_t>(h.tokens.size()); ++i) {
+      positions.push_back(offset + i);
+      pages.push_back(h.pages[(h.first_slot + i) / ps]);
+      slots.push_back((h.first_slot + i) % ps);
+      auto row = ancestors;
+      row.emplace_back(node, i + 1);
+      rows.push_back(row);
+    }
+    return run(h.tokens, positions, pages, slots, HandPlan(nodes, ps, rows), logits);
+  };
+  auto expect_rows = [&](const std::vector<float>& logits, const std::vector<int32_t>& sequence, int32_t first,
+                         int32_t count, const std::string& what) {
+    const auto want = ReferenceForward(*weights, sequence);
+    for (int32_t i = 0; i < count; ++i) {
+      ExpectLogitsNear(want[first + i], logits.data() + i * c.vocab_size, 2e-5, what + " row " + std::to_string(i));
+    }
+  };
+  std::vector<float> logits;
+  BANYAN_ASSERT_OK(prefill(0, 0, {}, logits));
+  expect_rows(logits, a.tokens, 0, 19, "A");
+  BANYAN_ASSERT_OK(prefill(1, 19, {{0, 19}}, logits));
+  std::vector<int32_t> ab1 = a.tokens, ab2 = a.tokens;
+  ab1.insert(ab1.end(), b1.tokens.begin(), b1.tokens.end());
+  ab2.insert(ab2.end(), b2.tokens.begin(), b2.tokens.end());
+  expect_rows(logits, ab1, 19, 9, "B1");
+  BANYAN_ASSERT_OK(prefill(2, 19, {{0, 19}}, logits));
+  expect_rows(logits, ab2, 19, 6, "B2");
+  // Decode the three leaves together for 10 steps (forced tokens).
+  std::vector<std::vector<int32_t>> leaf_tokens(3);
+  for (auto& t : leaf_tokens) t = RandomTokens(rng, 10, c.vocab_size);
+  const std::vector<HandNode*> leaves = {&c1, &c2, &c3};
+  const std::vector<int> parent = {1, 1, 2};
+  for (int step = 0; step < 10; ++step) {
+    std::vector<int32_t> tokens, positions, pages, slots;
+    std::vector<std::vector<std::pair<int, int32_t>>> rows;
+    for (int l = 0; l < 3; ++l) {
+      HandNode& leaf = *leaves[l];
+      const int32_t i = static_cast<int32_t>(leaf.tokens.size());
+      leaf.tokens.push_back(leaf_tokens[l][step]);
+      const HandNode& par = *nodes[parent[l]];
+      tokens.push_back(leaf.tokens.back());
+      positions.push_back(19 + static_cast<int32_t>(par.tokens.size()) + i);
+      pages.push_back(leaf.pages[i / ps]);
+      slots.push_back(i % ps);
+      rows.push_back({{0, 19}, {parent[l], static_cast<int32_t>(par.tokens.size())}, {3 + l, i + 1}});
+    }
+    BANYAN_ASSERT_OK(run(tokens, positions, pages, slots, HandPlan(nodes, ps, rows), logits));
+    for (int l = 0; l < 3; ++l) {
+      std::vector<int32_t> seq = parent[l] == 1 ? ab1 : ab2;
+      seq.insert(seq.end(), leaves[l]->tokens.begin(), leaves[l]->tokens.end());
+      const auto want = ReferenceForward(*weights, seq);
+      ExpectLogitsNear(want.back(), logits.data() + l * c.vocab_size, 2e-5,
+                       "leaf " + std::to_string(l) + " step " + std::to_string(step));
+    }
+  }
+}
+
 // ---- Bad input -------------------------------------------------------------
 
 class CpuBackendBadInputTest : public ::testing::Test {
