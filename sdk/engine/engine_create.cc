@@ -2,6 +2,7 @@
 // factory for tests, and EngineImpl's setup of the KV pool, tree and
 // scheduler thread.
 #include <algorithm>
+#include <chrono>
 #include <thread>
 #include <utility>
 
@@ -191,6 +192,13 @@ absl::Status EngineImpl::Init() {
     BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<DeviceKvStorage> device, DeviceKvStorage::Create(pool, cuda_device_));
     DeviceKvStorage* raw = device.get();
     before_forward_ = [raw] { return raw->Synchronize(); };
+    auto pinned = std::make_shared<gpu::PinnedBuffer>();
+    pinned_logits_ = [pinned](size_t floats) -> absl::StatusOr<float*> {
+      if (pinned->size() < floats * sizeof(float)) {
+        BANYAN_ASSIGN_OR_RETURN(*pinned, gpu::PinnedBuffer::Allocate(floats * sizeof(float) * 5 / 4));
+      }
+      return pinned->As<float>();
+    };
     storage = std::move(device);
 #else
     return absl::UnavailableError("device KV memory needs a CUDA build");
@@ -227,6 +235,8 @@ EngineImpl::~EngineImpl() {
     stopping_ = true;
   }
   if (scheduler_.joinable()) scheduler_.join();
+  // Callers woken with kCancelled may still be on their way out of RunRequest.
+  while (calls_in_flight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 }  // namespace banyan::engine

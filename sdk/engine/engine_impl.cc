@@ -87,24 +87,28 @@ absl::StatusOr<EngineImpl::BranchRecord*> EngineImpl::FindRecord(BranchId id) {
 }
 
 void EngineImpl::RunRequest(Request* request) {
-  absl::MutexLock lock(&mu_);
-  const absl::Status usable = CheckUsable();
-  if (!usable.ok()) {
-    for (auto& task : request->tasks) {
-      task->status = usable;
-      if (task->id.valid()) {
-        if (auto it = records_.find(task->id.value); it != records_.end()) it->second.busy = false;
+  calls_in_flight_.fetch_add(1);
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Status usable = CheckUsable();
+    if (!usable.ok()) {
+      for (auto& task : request->tasks) {
+        task->status = usable;
+        if (task->id.valid()) {
+          if (auto it = records_.find(task->id.value); it != records_.end()) it->second.busy = false;
+        }
       }
+    } else {
+      for (auto& task : request->tasks) {
+        task->seq = next_seq_++;
+        task->request = request;
+      }
+      request->remaining = static_cast<int32_t>(request->tasks.size());
+      incoming_.push_back(request);
+      mu_.Await(absl::Condition(&request->finished));
     }
-    return;
   }
-  for (auto& task : request->tasks) {
-    task->seq = next_seq_++;
-    task->request = request;
-  }
-  request->remaining = static_cast<int32_t>(request->tasks.size());
-  incoming_.push_back(request);
-  mu_.Await(absl::Condition(&request->finished));
+  calls_in_flight_.fetch_sub(1);
 }
 
 // ----------------------------------------------------------------- branches
@@ -155,6 +159,8 @@ std::vector<absl::StatusOr<BranchId>> EngineImpl::NewBranches(
       task->priority = options[i].priority;
       task->ns = ns;
       task->owns_branch = true;
+      task->branch_options = options[i];
+      task->metadata = metadata[i];
       task->input = std::move(prompts[i]);
       task_of[i] = request.tasks.size();
       request.tasks.push_back(std::move(task));
@@ -162,19 +168,14 @@ std::vector<absl::StatusOr<BranchId>> EngineImpl::NewBranches(
   }
   if (request.tasks.empty()) return out;
   RunRequest(&request);
-  absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (task_of[i] == SIZE_MAX) continue;
-    Task& task = *request.tasks[task_of[i]];
-    if (!task.status.ok()) {
+    const Task& task = *request.tasks[task_of[i]];
+    if (task.status.ok()) {
+      out[i] = task.id;
+    } else {
       out[i] = task.status;
-      continue;
     }
-    BranchRecord& r = records_[task.id.value];
-    r.kv_namespace = options[i].kv_namespace;
-    r.priority = options[i].priority;
-    r.metadata = metadata[i];
-    out[i] = task.id;
   }
   return out;
 }

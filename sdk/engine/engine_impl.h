@@ -34,6 +34,7 @@
 #ifndef BANYAN_SDK_ENGINE_ENGINE_IMPL_H_
 #define BANYAN_SDK_ENGINE_ENGINE_IMPL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,6 +77,8 @@ struct Task {
   BranchId id;             // invalid for a NewBranch until it completes
   kv_tree::Branch branch;  // invalid for a NewBranch before its first chunk
   kv_tree::KvNamespace ns;  // NewBranch: where to insert
+  BranchOptions branch_options;                  // NewBranch: the new record's
+  std::map<std::string, std::string> metadata;   // NewBranch: the new record's
   int64_t length = 0;       // tokens of `branch` in the tree
   int64_t start_length = 0;  // restored when the task fails
   bool owns_branch = false;  // NewBranch: release `branch` on failure
@@ -223,6 +226,9 @@ class EngineImpl final : public Engine {
   absl::Status broken_ ABSL_GUARDED_BY(mu_);  // set when a forward pass failed
   EngineStats stats_ ABSL_GUARDED_BY(mu_);
   std::thread scheduler_;
+  // Client threads inside RunRequest; the destructor waits for them to leave
+  // (they touch nothing of the engine after the decrement).
+  std::atomic<int> calls_in_flight_{0};
 
   // Scheduler-thread state (no lock: only the scheduler thread touches it).
   uint64_t step_ = 0;
@@ -243,6 +249,9 @@ class EngineImpl final : public Engine {
   absl::flat_hash_map<uint64_t, int32_t> last_tokens_;  // node -> last token, this step
   int32_t decode_rows_ = 0;
   std::function<absl::Status()> before_forward_;  // e.g. wait for device page copies
+  // Device backends: page-locked memory for `floats` logits (fast copies back).
+  std::function<absl::StatusOr<float*>(size_t floats)> pinned_logits_;
+  absl::Span<float> logits_view_;  // this step's logits (logits_ or pinned)
   attention::AttentionPlan plan_;
   std::vector<float> logits_;
   std::vector<int32_t> tokens_, positions_, kv_pages_, kv_slots_;

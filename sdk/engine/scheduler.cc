@@ -363,7 +363,14 @@ absl::Status EngineImpl::RunForward() {
     kv_pages_[r] = rows_[r].write.page;
     kv_slots_[r] = rows_[r].write.slot;
   }
-  logits_.resize(logit_rows_.size() * static_cast<size_t>(config_.vocab_size));
+  const size_t floats = logit_rows_.size() * static_cast<size_t>(config_.vocab_size);
+  if (pinned_logits_) {
+    BANYAN_ASSIGN_OR_RETURN(float* pinned, pinned_logits_(floats));
+    logits_view_ = absl::MakeSpan(pinned, floats);
+  } else {
+    logits_.resize(floats);
+    logits_view_ = absl::MakeSpan(logits_);
+  }
   model::ForwardBatch batch;
   batch.tokens = tokens_;
   batch.positions = positions_;
@@ -373,7 +380,7 @@ absl::Status EngineImpl::RunForward() {
   batch.logit_rows = logit_rows_;
   if (before_forward_) BANYAN_RETURN_IF_ERROR(before_forward_());
   const absl::Time start = absl::Now();
-  BANYAN_RETURN_IF_ERROR(backend_->Forward(batch, kv_, absl::MakeSpan(logits_)));
+  BANYAN_RETURN_IF_ERROR(backend_->Forward(batch, kv_, logits_view_));
 
   counters_.forward = true;
   counters_.decoded = decode_rows_ > 0;
@@ -395,7 +402,7 @@ void EngineImpl::ConsumeLogits() {
   };
   std::vector<Draw> draws;
   for (size_t i = 0; i < consumers_.size(); ++i) {
-    const absl::Span<const float> row = absl::MakeConstSpan(logits_).subspan(i * vocab, vocab);
+    const absl::Span<const float> row = absl::Span<const float>(logits_view_).subspan(i * vocab, vocab);
     double log_z = 0;
     bool have_z = false;
     for (const Consumer& c : consumers_[i]) {
@@ -423,7 +430,7 @@ void EngineImpl::ConsumeLogits() {
     for (int64_t d = begin; d < end; ++d) {
       Draw& draw = draws[d];
       Task* t = draw.task;
-      draw.result = t->sampler->Sample(absl::MakeConstSpan(logits_).subspan(draw.row * vocab, vocab),
+      draw.result = t->sampler->Sample(absl::Span<const float>(logits_view_).subspan(draw.row * vocab, vocab),
                                        t->history, t->result.tokens);
     }
   });
@@ -556,6 +563,9 @@ void EngineImpl::PublishCompleted(std::vector<Task*>& active) {
           BranchRecord& rec = records_[t.id.value];
           rec.branch = t.branch;
           rec.tokens_reused = t.reused;
+          rec.kv_namespace = t.branch_options.kv_namespace;
+          rec.priority = t.branch_options.priority;
+          rec.metadata = std::move(t.metadata);
           ++stats_.live_branches;
         }
         continue;
