@@ -190,6 +190,10 @@ absl::Status CpuBackend::Forward(const ForwardBatch& batch, const KvCache& kv, a
   args.out = attn_.data();
   args.out_dtype = DType::kF32;
 
+  // Attention's own checks (e.g. a head_dim its kernels lack) before anything
+  // is written, so a failing call leaves the pool and logits untouched.
+  BANYAN_RETURN_IF_ERROR(attention::ValidateAttentionArgs(args));
+
   ops::EmbeddingLookup(embed_, batch.tokens.data(), n, H, x_.data());
   for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
     const LayerWeights& w = layers_[layer];

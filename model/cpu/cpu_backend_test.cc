@@ -481,6 +481,22 @@ TEST_F(CpuBackendBadInputTest, PlanAndPool) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+TEST(CpuBackendBadInput2Test, UnsupportedHeadDimFailsBeforeWriting) {
+  ModelConfig c = SmallConfig(0);
+  c.head_dim = 32;  // attention/ runs head_dim 64 and 128
+  auto weights = std::make_shared<const ModelWeights>(MakeRandomWeights(c, 9));
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto backend, CreateCpuBackend(weights, {.num_threads = 1}));
+  Pool pool(c, 2, 16, DType::kF32);
+  const std::vector<char> before = pool.bytes;
+  ForkedBranches fb(16, 2);
+  BANYAN_ASSERT_OK(fb.SetPrompt({1, 2, 3}));
+  std::vector<float> logits(c.vocab_size, 7.0f);
+  EXPECT_THAT(backend->Forward(fb.PrefillStep().batch(), pool.kv, absl::MakeSpan(logits)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(pool.bytes, before);
+  for (float v : logits) ASSERT_EQ(v, 7.0f);
+}
+
 TEST(CpuBackendCreateTest, WeightsAreChecked) {
   ModelConfig c = SmallConfig(1);
   ModelWeights w = MakeRandomWeights(c, 1);
