@@ -497,6 +497,53 @@ TEST(CpuBackendBadInput2Test, UnsupportedHeadDimFailsBeforeWriting) {
   for (float v : logits) ASSERT_EQ(v, 7.0f);
 }
 
+// Random corruptions of a valid decode step: every call returns OK or one of
+// the documented codes, never crashes; a rejected call leaves logits alone.
+TEST(CpuBackendBadInput2Test, RandomCorruptionsNeverCrash) {
+  const ModelConfig c = SmallConfig(0);
+  auto weights = std::make_shared<const ModelWeights>(MakeRandomWeights(c, 4));
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto backend, CreateCpuBackend(weights, {.num_threads = 2}));
+  Pool pool(c, 16, 4, DType::kF32);
+  ForkedBranches fb(4, 16);
+  BANYAN_ASSERT_OK(fb.SetPrompt({5, 6, 7, 8, 9, 10}));
+  std::vector<float> logits(4 * c.vocab_size);
+  BANYAN_ASSERT_OK(backend->Forward(fb.PrefillStep().batch(), pool.kv, absl::MakeSpan(logits)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto copies, fb.Fork(3));
+  for (auto [src, dst] : copies) CopyKvPage(pool.kv, src, dst);
+  BANYAN_ASSERT_OK_AND_ASSIGN(const Step good, fb.DecodeStep({1, 2, 3}));
+  Rng rng(31);
+  auto pick = [&](std::vector<int32_t>& v) -> int32_t* {
+    return v.empty() ? nullptr : &v[rng.UniformInt(v.size())];
+  };
+  int rejected = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Step s = good;
+    std::vector<std::vector<int32_t>*> arrays = {
+        &s.tokens, &s.positions, &s.kv_pages, &s.kv_slots, &s.logit_rows, &s.plan.page_indices,
+        &s.plan.segment_page_indptr, &s.plan.segment_first_slot, &s.plan.segment_length,
+        &s.plan.segment_entry_indptr, &s.plan.entry_query, &s.plan.entry_kv_limit,
+        &s.plan.query_entry_indptr, &s.plan.query_entries};
+    const int edits = 1 + static_cast<int>(rng.UniformInt(3));
+    for (int e = 0; e < edits; ++e) {
+      std::vector<int32_t>& a = *arrays[rng.UniformInt(arrays.size())];
+      switch (rng.UniformInt(4)) {
+        case 0: if (int32_t* x = pick(a)) *x += static_cast<int32_t>(rng.UniformInt(5)) - 2; break;
+        case 1: if (int32_t* x = pick(a)) *x = static_cast<int32_t>(rng.Next()); break;
+        case 2: if (!a.empty()) a.pop_back(); break;
+        default: a.push_back(static_cast<int32_t>(rng.UniformInt(8))); break;
+      }
+    }
+    if (rng.UniformInt(8) == 0) s.plan.num_queries += 1;
+    std::fill(logits.begin(), logits.end(), 3.0f);
+    const absl::Status st = backend->Forward(s.batch(), pool.kv, absl::MakeSpan(logits));
+    if (st.ok()) continue;
+    ++rejected;
+    EXPECT_TRUE(st.code() == absl::StatusCode::kInvalidArgument || st.code() == absl::StatusCode::kOutOfRange) << st;
+    for (float v : logits) ASSERT_EQ(v, 3.0f) << st;
+  }
+  EXPECT_GT(rejected, 200);
+}
+
 TEST(CpuBackendCreateTest, WeightsAreChecked) {
   ModelConfig c = SmallConfig(1);
   ModelWeights w = MakeRandomWeights(c, 1);
