@@ -50,6 +50,18 @@ SearchTree::SearchTree(Engine& engine, const SearchOptions& options, std::string
   if (options.policy != nullptr) c.set_policy(options.policy->name());
   c.set_wave_size(options.wave_size);
   c.set_vote(options.weighted_vote ? "weighted" : "majority");
+  c.set_top_k(options.sampling.top_k);
+  c.set_top_p(options.sampling.top_p);
+  c.set_min_p(options.sampling.min_p);
+  c.set_repetition_penalty(options.sampling.repetition_penalty);
+  c.set_sample_tokens(options.sample_tokens);
+  c.set_answer_pattern(options.answer_pattern);
+  c.set_rollout_tokens(options.rollout_tokens);
+  c.set_value_prompt(options.value_prompt);
+  c.set_value_good(options.value_good);
+  c.set_value_bad(options.value_bad);
+  c.set_vote_prompt(options.vote_prompt);
+  for (const std::string& stop : options.stop_strings) c.add_stop_strings(stop);
 }
 
 SearchTree::~SearchTree() {

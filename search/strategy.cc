@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <utility>
 #include <limits>
 #include <numeric>
 
@@ -133,6 +135,78 @@ absl::Status WriteTrace(const proto::SearchTrace& trace, const std::string& path
   out.close();
   if (!out) return absl::DataLossError(absl::StrCat("short write to trace file ", path));
   return absl::OkStatus();
+}
+
+absl::StatusOr<proto::SearchTrace> ReadTrace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open trace file ", path));
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  proto::SearchTrace trace;
+  if (absl::EndsWith(path, ".json")) {
+    google::protobuf::util::JsonParseOptions opts;
+    const auto status = google::protobuf::util::JsonStringToMessage(bytes, &trace, opts);
+    if (!status.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": not a JSON search trace (", std::string(status.message()), ")"));
+    }
+  } else if (!trace.ParseFromString(bytes)) {
+    return absl::DataLossError(absl::StrCat(path, ": not a binary search trace"));
+  }
+  if (!trace.has_config() || trace.config().strategy().empty()) {
+    return absl::DataLossError(absl::StrCat(path, ": the trace has no search config"));
+  }
+  return trace;
+}
+
+absl::StatusOr<StrategyKind> StrategyFromConfig(const proto::SearchConfig& c) {
+  return ParseStrategyKind(c.strategy());
+}
+
+absl::StatusOr<SearchOptions> OptionsFromConfig(const proto::SearchConfig& c) {
+  SearchOptions o;
+  o.prompt = c.prompt();
+  o.n = c.n();
+  o.beam_width = c.beam_width();
+  o.max_depth = c.max_depth();
+  o.step_tokens = c.step_tokens();
+  o.step_delimiter = c.step_delimiter();
+  o.sampling.temperature = c.temperature();
+  o.sampling.top_k = c.top_k();
+  o.sampling.top_p = c.top_p();
+  o.sampling.min_p = c.min_p();
+  o.sampling.repetition_penalty = c.repetition_penalty();
+  o.seed = c.seed();
+  o.budget.max_tokens = c.max_tokens();
+  o.budget.max_branches = c.max_branches();
+  o.budget.max_seconds = c.max_seconds();
+  o.iterations = c.iterations();
+  o.exploration = c.exploration();
+  o.value_threshold = c.value_threshold();
+  o.wave_size = c.wave_size();
+  o.weighted_vote = c.vote() == "weighted";
+  o.sample_tokens = c.sample_tokens();
+  o.answer_pattern = c.answer_pattern();
+  o.rollout_tokens = c.rollout_tokens();
+  o.value_prompt = c.value_prompt();
+  o.value_good = c.value_good();
+  o.value_bad = c.value_bad();
+  o.vote_prompt = c.vote_prompt();
+  o.stop_strings.assign(c.stop_strings().begin(), c.stop_strings().end());
+  static constexpr std::pair<std::string_view, Evaluation> kEval[] = {
+      {"none", Evaluation::kNone},         {"model-value", Evaluation::kModelValue},
+      {"model-vote", Evaluation::kModelVote}, {"callback", Evaluation::kCallback},
+      {"policy", Evaluation::kPolicy}};
+  bool found = false;
+  for (const auto& [name, e] : kEval) {
+    if (name == c.evaluation()) {
+      o.evaluation = e;
+      found = true;
+    }
+  }
+  if (!found) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown evaluation '", c.evaluation(), "'"));
+  }
+  return o;
 }
 
 }  // namespace banyan::search

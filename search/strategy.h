@@ -209,6 +209,17 @@ absl::Status CompareDecisions(const proto::SearchTrace& a, const proto::SearchTr
 // / kNotFound when the file cannot be written.
 absl::StatusOr<std::string> TraceToJson(const proto::SearchTrace& trace);
 absl::Status WriteTrace(const proto::SearchTrace& trace, const std::string& path);
+// Reads a trace written by WriteTrace (JSON for ".json", else binary).
+// kNotFound: no file; kDataLoss: not a trace.
+absl::StatusOr<proto::SearchTrace> ReadTrace(const std::string& path);
+
+// Replay: the strategy and the options a trace's config recorded. Callbacks
+// (scorer, verifier), the policy and the cancel token are not part of a trace:
+// set them again before running (the evaluation is kept: "callback" needs a
+// scorer, "policy" a policy). kInvalidArgument for an unknown strategy or
+// evaluation name.
+absl::StatusOr<StrategyKind> StrategyFromConfig(const proto::SearchConfig& config);
+absl::StatusOr<SearchOptions> OptionsFromConfig(const proto::SearchConfig& config);
 
 }  // namespace banyan::search
 

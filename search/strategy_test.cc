@@ -481,5 +481,33 @@ TEST(TraceTest, JsonAndBinaryFiles) {
               StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
+TEST(TraceTest, ReplaysFromAFile) {
+  auto engine = MakeEngine();
+  SearchOptions o = TopTwo("a", 17);
+  o.n = 3;
+  o.beam_width = 2;
+  o.max_depth = 2;
+  o.step_tokens = 2;
+  o.evaluation = Evaluation::kModelValue;
+  BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult r, RunKind(StrategyKind::kTotBfs, *engine, o));
+  for (const std::string name : {"/replay.json", "/replay.pb"}) {
+    const std::string path = ::testing::TempDir() + name;
+    BANYAN_ASSERT_OK(WriteTrace(r.trace, path));
+    BANYAN_ASSERT_OK_AND_ASSIGN(proto::SearchTrace back, ReadTrace(path));
+    BANYAN_ASSERT_OK_AND_ASSIGN(StrategyKind kind, StrategyFromConfig(back.config()));
+    BANYAN_ASSERT_OK_AND_ASSIGN(SearchOptions replay, OptionsFromConfig(back.config()));
+    BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult again, RunKind(kind, *engine, replay));
+    EXPECT_TRUE(CompareDecisions(r.trace, again.trace).ok()) << name;
+    EXPECT_EQ(again.answer, r.answer);
+  }
+  EXPECT_THAT(ReadTrace("/nonexistent/t.pb").status(), StatusIs(absl::StatusCode::kNotFound));
+  const std::string junk = ::testing::TempDir() + "/junk.json";
+  std::ofstream(junk) << "{\"config\": 7}";
+  EXPECT_THAT(ReadTrace(junk).status(), StatusIs(absl::StatusCode::kDataLoss));
+  proto::SearchConfig bad = r.trace.config();
+  bad.set_evaluation("oracle");
+  EXPECT_THAT(OptionsFromConfig(bad).status(), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 }  // namespace
 }  // namespace banyan::search

@@ -15,6 +15,9 @@
 // the model has none). With --policy the Lua script's hooks drive the search;
 // `--evaluation policy` values nodes with its score(). --trace writes the
 // trace: JSON when FILE ends in .json, binary protobuf otherwise.
+// `banyan search --replay FILE [--model PATH] [--device D] [--policy FILE.lua]`
+// runs the traced search again from the trace's config and checks that every
+// decision is the same (kFailedPrecondition naming the first difference).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -76,6 +79,36 @@ void PrintText(const search::SearchResult& r) {
   std::cout << "stop:   " << r.stop_reason << "\n";
 }
 
+absl::StatusOr<std::unique_ptr<Engine>> MakeEngine(const Args& args) {
+  EngineOptions eo;
+  eo.model_path = args.GetString("model");
+  eo.device = args.GetString("device", "auto");
+  BANYAN_ASSIGN_OR_RETURN(const int64_t threads, args.GetInt("threads", 0));
+  eo.threads = static_cast<int32_t>(threads);
+  return Engine::Create(eo);
+}
+
+// --replay FILE: runs the search a trace recorded again and compares decisions.
+absl::Status Replay(const Args& args) {
+  BANYAN_ASSIGN_OR_RETURN(proto::SearchTrace trace, search::ReadTrace(args.GetString("replay")));
+  BANYAN_ASSIGN_OR_RETURN(search::StrategyKind kind, search::StrategyFromConfig(trace.config()));
+  BANYAN_ASSIGN_OR_RETURN(search::SearchOptions o, search::OptionsFromConfig(trace.config()));
+  std::unique_ptr<search::BoundPolicy> policy;
+  const std::string policy_path = args.GetString("policy", trace.config().policy());
+  if (!policy_path.empty()) {
+    scripting::LuaPolicyOptions lua;
+    lua.limits.random_seed = o.seed;
+    BANYAN_ASSIGN_OR_RETURN(policy, search::BoundPolicy::LoadFile(policy_path, lua));
+    o.policy = policy.get();
+  }
+  BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, MakeEngine(args));
+  BANYAN_ASSIGN_OR_RETURN(search::SearchResult r, search::CreateStrategy(kind)->Run(*engine, o));
+  BANYAN_RETURN_IF_ERROR(search::CompareDecisions(trace, r.trace));
+  std::cout << "replay: " << trace.events_size() << " decisions of " << search::StrategyName(kind)
+            << " replayed identically; answer: " << r.answer << "\n";
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunSearch(const std::vector<std::string>& argv) {
@@ -85,8 +118,9 @@ absl::Status RunSearch(const std::vector<std::string>& argv) {
                   {"strategy", "policy", "prompt", "n", "max-tokens", "seed", "model", "device",
                    "trace", "temperature", "top-k", "depth", "beam", "iterations", "evaluation",
                    "threshold", "answer-pattern", "wave", "delimiter", "budget-tokens",
-                   "budget-branches", "budget-seconds", "threads"},
+                   "budget-branches", "budget-seconds", "threads", "replay"},
                   {"json", "weighted", "raw"}));
+  if (args.Has("replay")) return Replay(args);
   if (!args.Has("prompt")) return absl::InvalidArgumentError("--prompt is required");
   BANYAN_ASSIGN_OR_RETURN(search::StrategyKind kind,
                           search::ParseStrategyKind(args.GetString("strategy", "self-consistency")));
@@ -126,12 +160,7 @@ absl::Status RunSearch(const std::vector<std::string>& argv) {
     }
   }
 
-  EngineOptions eo;
-  eo.model_path = args.GetString("model");
-  eo.device = args.GetString("device", "auto");
-  BANYAN_ASSIGN_OR_RETURN(const int64_t threads, args.GetInt("threads", 0));
-  eo.threads = static_cast<int32_t>(threads);
-  BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(eo));
+  BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, MakeEngine(args));
   o.prompt = args.GetString("prompt");
   if (!args.GetBool("raw")) {
     const ChatMessage turn{"user", o.prompt};
