@@ -99,3 +99,38 @@ TEST(GgufTokenizerAgreement, DefaultModelMatchesHf) {
 
 }  // namespace
 }  // namespace banyan::model
+
+namespace banyan::model {
+namespace {
+
+// tests/hf/data/smollm2_gguf/reference.json was written on the device by
+// transformers loading the default model's .gguf (tests/hf/check_gguf_logits.py):
+// its texts' token ids and its rendered chat prompt must match ours.
+TEST(GgufTokenizerAgreement, DeviceTransformersReference) {
+  auto path = FindDefaultModel();
+  if (!path.ok()) GTEST_SKIP() << path.status();
+  auto text = ReadTestFile(SourceDir() + "/tests/hf/data/smollm2_gguf/reference.json");
+  if (!text.ok()) GTEST_SKIP() << text.status();
+  const nlohmann::json ref = nlohmann::json::parse(*text, nullptr, false);
+  ASSERT_TRUE(ref.is_object());
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto tokenizer, LoadTokenizer(*path));
+  int checked = 0;
+  for (const auto& seq : ref["seqs"]) {
+    if (!seq.contains("text") || !seq["text"].is_string()) continue;
+    BANYAN_ASSERT_OK_AND_ASSIGN(auto ids, tokenizer->Encode(seq["text"].get<std::string>(),
+                                                            ref.value("add_bos_token", false)));
+    EXPECT_EQ(ids, seq["ids"].get<std::vector<int32_t>>()) << seq["text"];
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
+  BANYAN_ASSERT_OK_AND_ASSIGN(ChatFormat chat, LoadChatFormat(*path));
+  std::vector<ChatMessage> messages;
+  for (const auto& m : ref["chat_messages"]) {
+    messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::string rendered, chat.Apply(messages, true));
+  EXPECT_EQ(rendered, ref["chat_rendered"].get<std::string>());
+}
+
+}  // namespace
+}  // namespace banyan::model
