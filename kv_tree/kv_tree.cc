@@ -369,7 +369,7 @@ absl::StatusOr<Extension> KvTree::ExtendBranch(uint32_t slot, absl::Span<const i
   const uint32_t matched_node = plan.match_node;
   ++nodes_[matched_node].temp_refs;  // keeps the whole matched path from eviction
   UpdateEvictable(matched_node);
-  auto unprotect = [&] {
+  auto unprotect = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     --nodes_[matched_node].temp_refs;
     UpdateEvictable(matched_node);
   };
