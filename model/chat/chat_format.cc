@@ -1,5 +1,7 @@
 #include "model/chat/chat_format.h"
 
+#include <ctime>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -83,11 +85,16 @@ absl::StatusOr<ChatFormat> ChatFormat::FromTemplate(std::string_view t, std::str
     f.kind_ = Kind::kLlama3;
     if (Contains(t, "Cutting Knowledge Date:")) {
       f.knowledge_line_ = LiteralContaining(t, "Cutting Knowledge Date:");
-      const size_t at = t.find("set date_string = ");
-      if (at != std::string_view::npos) {
-        f.date_ = LiteralContaining(t, t.substr(at + 19, 3), at + 18);
+      // Llama 3.2 asks for today's date (transformers' strftime_now); 3.1 has a fixed default.
+      f.date_today_ = Contains(t, "strftime_now(\"%d %b %Y\")");
+      constexpr std::string_view kSet = "set date_string = \"";
+      for (size_t at = t.find(kSet); at != std::string_view::npos && f.date_.empty();
+           at = t.find(kSet, at + 1)) {
+        const size_t begin = at + kSet.size();
+        const size_t end = t.find('"', begin);
+        if (end != std::string_view::npos) f.date_ = std::string(t.substr(begin, end - begin));
       }
-      if (f.knowledge_line_.empty() || f.date_.empty()) {
+      if (f.knowledge_line_.empty() || (f.date_.empty() && !f.date_today_)) {
         return absl::UnimplementedError("unrecognised Llama 3.1 chat template");
       }
     }
@@ -123,11 +130,16 @@ absl::StatusOr<ChatFormat> ChatFormat::FromTemplate(std::string_view t, std::str
     }
     return f;
   }
-  if (Contains(t, "[INST]") && Contains(t, "[/INST]")) {
+  if (Contains(t, "'[INST] ' + message['content'] + ' [/INST]'") ||
+      Contains(t, "\"[INST] \" + message[\"content\"] + \" [/INST]\"")) {
     f.kind_ = Kind::kMistral;
     // v0.1 writes a space after each assistant turn's eos.
     f.mistral_space_after_eos_ = Contains(t, "eos_token + ' '") || Contains(t, "eos_token + \" \"");
     return f;
+  }
+  if (Contains(t, "[INST]")) {
+    return absl::UnimplementedError(
+        "this [INST] chat template is not supported (Mistral v0.1/v0.2 style is)");
   }
   return absl::UnimplementedError("chat template is not one of Llama 3, ChatML, SmolLM3, Mistral");
 }
@@ -171,8 +183,17 @@ absl::StatusOr<std::string> ChatFormat::ApplyLlama3(absl::Span<const ChatMessage
       system = PyStrip(m[0].content);
       first = 1;
     }
+    std::string date = date_;
+    if (date_today_) {
+      const std::time_t now = std::time(nullptr);
+      std::tm local;
+      char buf[32];
+      if (localtime_r(&now, &local) != nullptr && std::strftime(buf, sizeof(buf), "%d %b %Y", &local) > 0) {
+        date = buf;
+      }
+    }
     absl::StrAppend(&out, "<|start_header_id|>system<|end_header_id|>\n\n", knowledge_line_,
-                    "Today Date: ", date_, "\n\n", system, "<|eot_id|>");
+                    "Today Date: ", date, "\n\n", system, "<|eot_id|>");
   }
   for (size_t i = first; i < m.size(); ++i) {
     absl::StrAppend(&out, "<|start_header_id|>", m[i].role, "<|end_header_id|>\n\n",

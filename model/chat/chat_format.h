@@ -1,13 +1,15 @@
 // ChatFormat: renders a conversation into the prompt text a chat model was
 // trained on, chosen from (and parameterised by) the model's own Jinja chat
 // template, reproducing transformers' apply_chat_template for:
-//   kLlama3   Llama 3 / 3.1 / 3.2 (headers, <|eot_id|>; 3.1's "Cutting
-//             Knowledge Date" system block with its default date)
+//   kLlama3   Llama 3 / 3.1 / 3.2 (headers, <|eot_id|>; the "Cutting
+//             Knowledge Date" system block with 3.1's default date, or
+//             today's date where the template calls strftime_now)
 //   kChatMl   <|im_start|>role\n...<|im_end|>\n (Qwen2/2.5, SmolLM2), with
 //             the template's default system message when it has one
 //   kSmolLm3  SmolLM3's ChatML with a metadata system block and /think modes
-//   kMistral  [INST] ... [/INST] (Mistral v0.1/v0.2 style, user/assistant
-//             alternating, no system role)
+//   kMistral  [INST] ... [/INST] (Mistral v0.1/v0.2 templates, user/assistant
+//             alternating, no system role; later [INST] variants that place
+//             a system prompt are kUnimplemented)
 // Tools and tool calls are not rendered (kUnimplemented for a "tool" role).
 //
 //   BANYAN_ASSIGN_OR_RETURN(ChatFormat chat, LoadChatFormat(path));  // model/loader.h
@@ -65,6 +67,7 @@ class ChatFormat {
   // and default date; empty for plain Llama 3.
   std::string knowledge_line_;
   std::string date_;
+  bool date_today_ = false;  // Llama 3.2: today's date, as strftime_now("%d %b %Y")
   // kChatMl: default system message (may be empty: none).
   std::string default_system_;
   // kSmolLm3: metadata line and the two default instructions.

@@ -3,6 +3,8 @@
 // and the default model's own template.
 #include "model/chat/chat_format.h"
 
+#include <ctime>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/default_model.h"
@@ -75,8 +77,27 @@ TEST(ChatFormatTest, DefaultModelTemplateFromGguf) {
   CheckAll(format, Golden()["templates"]["default-model"]["expected"], "default-model");
 }
 
+TEST(ChatFormatTest, Llama32UsesTodaysDate) {
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::string t, testing::ReadTestFile(
+      testing::AssetsDir() + "/chat_templates/meta-llama-Llama-3.1-8B-Instruct.jinja"));
+  // Llama 3.2's template differs in how it sets the date.
+  const std::string fixed = "{%- set date_string = \"26 Jul 2024\" %}";
+  ASSERT_NE(t.find(fixed), std::string::npos);
+  t.replace(t.find(fixed), fixed.size(),
+            "{%- if strftime_now is defined %}{%- set date_string = strftime_now(\"%d %b %Y\") %}"
+            "{%- else %}{%- set date_string = \"26 Jul 2024\" %}{%- endif %}");
+  BANYAN_ASSERT_OK_AND_ASSIGN(ChatFormat format, ChatFormat::FromTemplate(t, "<|begin_of_text|>", ""));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::string out, format.Apply({{"user", "hi"}}, false));
+  const std::time_t now = std::time(nullptr);
+  char today[32];
+  std::strftime(today, sizeof(today), "%d %b %Y", std::localtime(&now));
+  EXPECT_NE(out.find(std::string("Today Date: ") + today + "\n"), std::string::npos) << out;
+}
+
 TEST(ChatFormatTest, KindsAndErrors) {
   EXPECT_THAT(ChatFormat::FromTemplate("{{ messages }}", "", ""),
+              StatusIs(absl::StatusCode::kUnimplemented));
+  EXPECT_THAT(ChatFormat::FromTemplate("[INST] {{ system_message }} [/INST]", "", ""),
               StatusIs(absl::StatusCode::kUnimplemented));
   BANYAN_ASSERT_OK_AND_ASSIGN(ChatFormat chatml,
                               ChatFormat::FromTemplate("<|im_start|>{{ m }}<|im_end|>", "", ""));

@@ -3,7 +3,7 @@
 apply_chat_template (jinja2) for the chat templates in
 shared/assets/chat_templates, the default model's own template (read from its
 GGUF metadata tokenizer.chat_template), and Mistral-7B-Instruct-v0.1's
-template, over several conversations, with add_generation_prompt false and
+template and Meta-Llama-3-8B-Instruct's, over several conversations, with add_generation_prompt false and
 true. A conversation the template refuses (raise_exception) is stored as null.
 
 Usage: python3 make_chat_golden.py [ASSETS_DIR] [GGUF_PATH]
@@ -29,6 +29,13 @@ MISTRAL = ("{{ bos_token }}{% for message in messages %}{% if (message['role'] =
            "{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
            "{{ message['content'] + eos_token + ' ' }}{% else %}{{ raise_exception('Only user and "
            "assistant roles are supported!') }}{% endif %}{% endfor %}")
+
+# meta-llama/Meta-Llama-3-8B-Instruct tokenizer_config.json chat_template.
+LLAMA3 = ("{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+          "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim "
+          "+ '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}"
+          "{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant"
+          "<|end_header_id|>\n\n' }}{% endif %}")
 
 CONVERSATIONS = [
     [{"role": "user", "content": "Hello!"}],
@@ -71,6 +78,8 @@ def main():
         }
     templates["mistral-v0.1"] = {"source": "inline", "template": MISTRAL, "bos": "<s>",
                                  "eos": "</s>", "backend": llama}
+    templates["llama-3"] = {"source": "inline", "template": LLAMA3, "bos": "<|begin_of_text|>",
+                            "eos": "<|eot_id|>", "backend": llama}
     if os.path.exists(GGUF):
         import gguf
         r = gguf.GGUFReader(GGUF)
