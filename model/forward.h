@@ -136,6 +136,23 @@ inline attention::KvLayout KvLayoutFor(const ModelConfig& config, int64_t num_pa
     return absl::InvalidArgumentError(absl::StrCat("forward batch: plan page_size ", plan.page_size,
                                                    " != KV page_size ", l.page_size));
   }
+  // Every indptr array non-decreasing inside its target array first:
+  // AttentionPlan::Validate() (as of this writing) indexes entries before it
+  // has seen a later decrease, which reads out of bounds on such plans.
+  const auto indptr_ok = [](const std::vector<int32_t>& indptr, size_t expected_size, size_t target_size) {
+    if (indptr.size() != expected_size || indptr.empty() || indptr[0] != 0) return false;
+    for (size_t i = 1; i < indptr.size(); ++i) {
+      if (indptr[i] < indptr[i - 1] || static_cast<size_t>(indptr[i]) > target_size) return false;
+    }
+    return true;
+  };
+  const size_t segments = plan.segment_length.size();
+  if (!indptr_ok(plan.segment_page_indptr, segments + 1, plan.page_indices.size()) ||
+      !indptr_ok(plan.segment_entry_indptr, segments + 1, plan.entry_query.size()) ||
+      !indptr_ok(plan.query_entry_indptr, rows + 1, plan.query_entries.size()) ||
+      plan.entry_kv_limit.size() != plan.entry_query.size()) {
+    return absl::InvalidArgumentError("forward batch: invalid attention plan: malformed indptr arrays");
+  }
   if (const std::string why = plan.Validate(); !why.empty()) {
     return absl::InvalidArgumentError("forward batch: invalid attention plan: " + why);
   }
