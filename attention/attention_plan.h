@@ -123,6 +123,10 @@ inline std::string AttentionPlan::Validate() const {
   for (int64_t s = 0; s < segments; ++s) {
     const int64_t pages = int64_t{segment_page_indptr[s + 1]} - segment_page_indptr[s];
     if (pages < 0 || segment_entry_indptr[s + 1] < segment_entry_indptr[s]) return fail("indptr decreases", s);
+    if (segment_page_indptr[s + 1] > static_cast<int64_t>(page_indices.size()) ||
+        segment_entry_indptr[s + 1] > num_entries()) {
+      return fail("indptr past the end of its array", s);
+    }
     if (segment_first_slot[s] < 0 || segment_first_slot[s] >= page_size) return fail("first_slot out of page", s);
     if (segment_length[s] < 1) return fail("empty segment", s);
     const int64_t needed = (int64_t{segment_first_slot[s]} + segment_length[s] + page_size - 1) / page_size;
@@ -141,6 +145,9 @@ inline std::string AttentionPlan::Validate() const {
   std::vector<char> seen(entry_query.size(), 0);
   for (int32_t q = 0; q < num_queries; ++q) {
     if (query_entry_indptr[q + 1] <= query_entry_indptr[q]) return fail("query row without entries", q);
+    if (query_entry_indptr[q + 1] > static_cast<int64_t>(query_entries.size())) {
+      return fail("query_entry_indptr past the end of query_entries", q);
+    }
     for (int32_t i = query_entry_indptr[q]; i < query_entry_indptr[q + 1]; ++i) {
       const int32_t e = query_entries[i];
       if (e < 0 || e >= num_entries()) return fail("entry id out of range", i);
