@@ -15,9 +15,11 @@ namespace {
 
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
 
+// Failures that end the search with what it has instead of failing it.
 bool IsSoft(const absl::Status& s) {
   return s.code() == absl::StatusCode::kDeadlineExceeded ||
-         s.code() == absl::StatusCode::kCancelled;
+         s.code() == absl::StatusCode::kCancelled ||
+         s.code() == absl::StatusCode::kResourceExhausted;
 }
 
 }  // namespace
@@ -140,6 +142,10 @@ absl::Status SearchTree::SoftFail(const absl::Status& status) {
   }
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     Stop("max_seconds");
+    return absl::OkStatus();
+  }
+  if (status.code() == absl::StatusCode::kResourceExhausted) {
+    Stop("kv_budget");  // the engine's KV cannot hold more branches
     return absl::OkStatus();
   }
   return status;

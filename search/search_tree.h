@@ -10,8 +10,9 @@
 //   if (tree.stopped()) ...   // a budget, the deadline or cancellation ended the search
 //
 // Internal to search/ (strategies), not API. Not thread-safe: one search, one
-// thread. Engine errors other than the soft stops (deadline, cancellation) are
-// returned; soft stops set stop_reason() and make expansions return nothing.
+// thread. Engine errors other than the soft stops (deadline, cancellation, KV
+// budget exhausted) are returned; soft stops set stop_reason() and make
+// expansions return nothing.
 #ifndef BANYAN_SEARCH_SEARCH_TREE_H_
 #define BANYAN_SEARCH_SEARCH_TREE_H_
 

@@ -25,7 +25,9 @@
 // Strategies plan every request so that the worst case stays inside the token
 // and branch budgets (a step that cannot fit is not started); the wall-clock
 // budget becomes the engine requests' deadline. When a budget runs out, the
-// search stops and returns what it has (stop_reason says which budget).
+// search stops and returns what it has (stop_reason says which budget). The
+// same holds when the engine's KV budget cannot take more branches
+// (kResourceExhausted from Fork / GenerateMany): stop_reason "kv_budget".
 //
 // Cancellation: SearchOptions::cancel (banyan::CancelToken) is checked before
 // every decision and handed to every engine request; a cancelled search
@@ -40,7 +42,7 @@
 // Errors. Run returns a non-OK Status when the search cannot proceed:
 // kInvalidArgument for bad options (n < 1, empty prompt, missing callback for
 // the chosen evaluation, a policy without the hook an option requires), the
-// engine's own error for a failed request (kResourceExhausted, kNotFound...),
+// engine's own error for a failed request (kNotFound, kInternal...),
 // and the sandbox's Status when a Lua policy fails (kDeadlineExceeded,
 // kResourceExhausted, kInvalidArgument with the Lua traceback). Whatever
 // happens, every branch the search created is released before Run returns;
@@ -182,7 +184,8 @@ struct SearchResult {
   std::vector<VoteEntry> votes;  // SC, by decreasing weight
   SearchCost cost;
   std::string stop_reason;  // "done", "decided", "max_tokens", "max_branches",
-                            // "max_seconds", "cancelled", "policy"
+                            // "max_seconds", "cancelled", "policy", "kv_budget",
+                            // "solved" (ToT DFS)
   int64_t nodes = 0;        // tree shape
   int32_t max_depth = 0;
   int64_t leaves = 0;

@@ -455,6 +455,34 @@ TEST(BudgetTest, WallClockAndCancellation) {
   BANYAN_EXPECT_OK(engine->Release(b));
 }
 
+TEST(BudgetTest, KvBudgetExhaustionStopsTheSearchAndTheEngineServes) {
+  EngineOptions eo;
+  eo.kv_budget_bytes = 48 * 1024;  // 48 pages of 16 tokens (2 layers x K,V x 4 floats)
+  eo.max_batch = 32;
+  eo.prefill_chunk = 32;
+  auto created = CreateCountingEngine(CountingBackendOptions{}, eo);
+  BANYAN_ASSERT_OK(created.status());
+  std::unique_ptr<Engine> engine = std::move(created).value();
+  SearchOptions o = TopTwo("a", 5);  // distinct steps: no two children share their KV
+  o.n = 8;
+  o.beam_width = 8;  // every node stays live: level 2 (64 nodes of 16 tokens) cannot fit
+  o.max_depth = 3;
+  o.step_tokens = 16;
+  BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult r, RunKind(StrategyKind::kTotBfs, *engine, o));
+  EXPECT_EQ(r.stop_reason, "kv_budget");
+  EXPECT_GE(r.nodes, 9);
+  EXPECT_LT(r.cost.tokens_generated, (8 + 64 + 64) * 16);
+  EXPECT_FALSE(r.answer.empty());
+  EXPECT_EQ(engine->Stats().live_branches, 0);
+  BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("x")));
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 2;
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult gr, engine->Generate(b, g));
+  EXPECT_EQ(gr.text, "yz");
+  BANYAN_EXPECT_OK(engine->Release(b));
+}
+
 TEST(TraceTest, JsonAndBinaryFiles) {
   auto engine = MakeEngine();
   SearchOptions o = TopTwo("a", 3);
