@@ -5,6 +5,9 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <thread>
+
+#include "absl/time/clock.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -215,6 +218,41 @@ INSTANTIATE_TEST_SUITE_P(
         Hostile{"nan", "function score(node) return 0/0 end", absl::StatusCode::kInvalidArgument,
                 ""}),
     [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.name); });
+
+TEST(PolicyStrategyTest, CancelStopsARunningHook) {
+  auto engine = MakeEngine();
+  scripting::LuaPolicyOptions lua;
+  lua.limits.instructions_per_call = 0x7fffffffffff;
+  lua.limits.time_per_call = absl::Seconds(30);
+  BANYAN_ASSERT_OK_AND_ASSIGN(
+      auto policy,
+      BoundPolicy::Load("spin",
+                        "calls = 0\n"
+                        "function score(node)\n"
+                        "  calls = calls + 1\n"
+                        "  if calls == 1 then while true do end end\n"  // only the first call spins
+                        "  return 1\n"
+                        "end",
+                        lua));
+  SearchOptions o = Greedy("a");
+  o.n = 2;
+  o.evaluation = Evaluation::kPolicy;
+  o.policy = policy.get();
+  o.cancel = std::make_shared<CancelToken>();
+  std::thread canceller([token = o.cancel] {
+    absl::SleepFor(absl::Milliseconds(100));
+    token->Cancel();
+  });
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(CreateStrategy(StrategyKind::kTotBfs)->Run(*engine, o).status(),
+              StatusIs(absl::StatusCode::kCancelled));
+  canceller.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  ExpectEngineServes(*engine);
+  // The same policy serves the next search (its sandbox's cancel was reset).
+  o.cancel = nullptr;
+  BANYAN_EXPECT_OK(CreateStrategy(StrategyKind::kTotBfs)->Run(*engine, o).status());
+}
 
 TEST(PolicyBindingTest, ApiOutsideASearchFails) {
   const std::string script = "function score(node) return banyan.token_count(0) end";

@@ -29,7 +29,20 @@ SearchTree::SearchTree(Engine& engine, const SearchOptions& options, std::string
   deadline_ = options.budget.max_seconds > 0
                   ? start_ + absl::Seconds(options.budget.max_seconds)
                   : absl::InfiniteFuture();
-  if (options_.policy != nullptr) options_.policy->Attach(this);
+  if (options_.policy != nullptr) {
+    options_.policy->Attach(this);
+    if (options_.cancel != nullptr) {
+      scripting::LuaPolicy* lua = &options_.policy->lua();
+      cancel_watch_ = std::thread([this, lua, token = options_.cancel] {
+        while (!done_.WaitForNotificationWithTimeout(absl::Milliseconds(2))) {
+          if (token->cancelled()) {
+            lua->Cancel();
+            return;
+          }
+        }
+      });
+    }
+  }
   proto::SearchConfig& c = *trace_.mutable_config();
   c.set_strategy(std::string(strategy));
   c.set_prompt(options.prompt);
@@ -67,6 +80,11 @@ SearchTree::SearchTree(Engine& engine, const SearchOptions& options, std::string
 }
 
 SearchTree::~SearchTree() {
+  if (cancel_watch_.joinable()) {
+    done_.Notify();
+    cancel_watch_.join();
+    options_.policy->lua().ResetCancel();  // usable by the next search
+  }
   for (Node& n : nodes_) {
     if (!n.released && n.branch.valid()) {
       engine_.Release(n.branch).IgnoreError();  // best effort: the id may be stale already

@@ -21,9 +21,11 @@
 #include <string>
 #include <string_view>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "banyan/engine.h"
 #include "scripting/lua_policy.h"
@@ -151,6 +153,10 @@ class SearchTree {
   proto::SearchTrace trace_;
   std::string stop_reason_;
   uint64_t requests_ = 0;
+  // While a policy and a cancel token are both given: a thread that forwards
+  // the token to the sandbox, so a running hook stops at once.
+  absl::Notification done_;
+  std::thread cancel_watch_;
 };
 
 }  // namespace banyan::search

@@ -31,7 +31,9 @@
 //
 // Cancellation: SearchOptions::cancel (banyan::CancelToken) is checked before
 // every decision and handed to every engine request; a cancelled search
-// returns OK with stop_reason "cancelled" and the partial result.
+// returns OK with stop_reason "cancelled" and the partial result. A Lua
+// policy's running hook is cancelled too (the token is forwarded to its
+// sandbox): the search then fails with the sandbox's kCancelled instead.
 //
 // Determinism: the engine derives each branch's RNG from the request seed and
 // the branch's position; strategies derive every request's seed from
