@@ -43,14 +43,14 @@ absl::Status Dispatch(DType kv_dtype, int32_t head_dim, Fn&& fn) {
 }
 
 // Sets the kernel's shared-memory limit; returns how many CTAs fit on an SM.
-template <typename T, int D, bool kWide>
+template <typename T, int D, int kVariant>
 absl::StatusOr<int> ConfigureKernel() {
-  constexpr int kSmem = kernels::kPersistentSmemBytes<T, D, kWide>;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentAttentionKernel<T, D, kWide>,
+  constexpr int kSmem = kernels::kPersistentSmemBytes<T, D, kVariant>;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentAttentionKernel<T, D, kVariant>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
   BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernels::PersistentAttentionKernel<T, D, kWide>, kernels::kThreads, kSmem));
+      &blocks, kernels::PersistentAttentionKernel<T, D, kVariant>, kernels::kThreads, kSmem));
   return std::max(1, blocks);
 }
 
@@ -61,7 +61,7 @@ int64_t Bucket(int64_t n) {
 }
 
 enum Array { kSegPageIndptr, kPages, kFirstSlot, kSegEntryIndptr, kEntryQuery, kEntryLimit, kQueryIndptr,
-             kQueryEntries, kItems, kCtaIndptr, kPartialBase, kNumChunks, kNumQueries, kNumArrays };
+             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kPartialBase, kNumChunks, kNumQueries, kNumArrays };
 
 }  // namespace
 
@@ -79,6 +79,7 @@ TreeAttention::~TreeAttention() {
 }
 
 absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t stream) {
+  static_assert(kNumArrays == kNumUploadArrays, "offsets_ must hold every uploaded array");
   const int32_t nq = plan.num_queries;
   const std::pair<const void*, int64_t> arrays[kNumArrays] = {
       {plan.segment_page_indptr.data(), static_cast<int64_t>(plan.segment_page_indptr.size())},
@@ -89,6 +90,7 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {plan.entry_kv_limit.data(), static_cast<int64_t>(plan.entry_kv_limit.size())},
       {plan.query_entry_indptr.data(), static_cast<int64_t>(plan.query_entry_indptr.size())},
       {plan.query_entries.data(), static_cast<int64_t>(plan.query_entries.size())},
+      {work_.query_items.data(), static_cast<int64_t>(work_.query_items.size())},
       {work_.items.data(), static_cast<int64_t>(work_.items.size() * sizeof(WorkItem) / 4)},
       {work_.cta_item_indptr.data(), static_cast<int64_t>(work_.cta_item_indptr.size())},
       {work_.entry_partial_base.data(), static_cast<int64_t>(work_.entry_partial_base.size())},
@@ -129,16 +131,20 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   const bool wide = variant_ == KernelVariant::kWide;
   BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
+    constexpr int D = decltype(dim)::value;
     if (wide) {
-      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, decltype(dim)::value, true>()));
+      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D, 1>()));
+    } else if (variant_ == KernelVariant::kDual) {
+      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D, 2>()));
     } else {
-      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, decltype(dim)::value, false>()));
+      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D, 0>()));
     }
     return absl::OkStatus();
   }));
   DeviceModel device;
   device.num_sms = num_sms_;
   device.ctas_per_sm = ctas_per_sm;
+  device.min_chunk = min_chunk_;
   const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
                         static_cast<int32_t>(DTypeSize(args.kv_dtype)), wide ? kernels::kWideTileRows : kTileRows};
   work_ = BuildWorkPlan(*args.plan, shape, device, path);
@@ -149,6 +155,12 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   if (partials_.size() < partial_bytes) {
     BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // the old partials may still be in use
     BANYAN_ASSIGN_OR_RETURN(partials_, gpu::DeviceBuffer::Allocate(partial_bytes));
+  }
+  const size_t done_bytes = static_cast<size_t>(Bucket(args.plan->num_queries)) * sizeof(int32_t);
+  if (query_done_.size() < done_bytes) {
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // a launch may still use the old counters
+    BANYAN_ASSIGN_OR_RETURN(query_done_, gpu::DeviceBuffer::Allocate(done_bytes));
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(query_done_.data(), 0, done_bytes, stream));
   }
   prepared_plan_ = args.plan;
   prepared_queries_ = args.plan->num_queries;
@@ -181,6 +193,9 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.entry_partial_base = blob + offsets_[kPartialBase];
   p.entry_num_chunks = blob + offsets_[kNumChunks];
   p.num_queries = blob + offsets_[kNumQueries];
+  p.query_items = blob + offsets_[kQueryItems];
+  const bool fused = fused_merge_ && work_.fused_merge;
+  p.query_done = fused ? query_done_.As<int32_t>() : nullptr;
   p.kv_pool = args.kv_pool;
   p.k_plane = args.layout.PlaneOffset(args.layer, 0);
   p.v_plane = args.layout.PlaneOffset(args.layer, 1);
@@ -201,15 +216,20 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
     if (variant_ == KernelVariant::kWide) {
-      kernels::PersistentAttentionKernel<T, D, true>
-          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, true>, stream>>>(p);
+      kernels::PersistentAttentionKernel<T, D, 1>
+          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, 1>, stream>>>(p);
+    } else if (variant_ == KernelVariant::kDual) {
+      kernels::PersistentAttentionKernel<T, D, 2>
+          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, 2>, stream>>>(p);
     } else {
-      kernels::PersistentAttentionKernel<T, D, false>
-          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, false>, stream>>>(p);
+      kernels::PersistentAttentionKernel<T, D, 0>
+          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, 0>, stream>>>(p);
     }
     BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-    kernels::MergeKernel<D><<<merge_grid, kernels::kMergeThreads, 0, stream>>>(p);
-    BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    if (!fused) {  // the merge kernel writes every row
+      kernels::MergeKernel<D><<<merge_grid, kernels::kMergeThreads, 0, stream>>>(p);
+      BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    }
     return absl::OkStatus();
   });
 }

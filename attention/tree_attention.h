@@ -41,11 +41,17 @@
 namespace banyan::attention {
 
 // Tensor-core tile shape of batched items: kNarrow 16 query rows per warp
-// (kTileRows per tile, tree.cuh), kWide 32 rows per warp (two m16 tiles,
-// kernels::kWideTileRows per tile, tree_wide.cuh). Both pass the same tests;
+// (kTileRows per tile, tree.cuh, 4 KV stages, Q fragments in registers, one
+// CTA per SM), kWide 32 rows per warp (two m16 tiles, kernels::kWideTileRows
+// per tile, tree_wide.cuh), kDual the kNarrow tile with 2 KV stages, the
+// query tile in shared memory and registers capped at 128, so that two CTAs
+// share each SM (twice the warps to hide latency). All pass the same tests;
 // kWide measured 1.3-2.5x slower on the H100 (register spills at 255, and
-// the query tile staged for 256 rows per item), so kNarrow is the default.
-enum class KernelVariant { kNarrow, kWide };
+// the query tile staged for 256 rows per item); kDual measured 1.0-1.4x
+// slower than kNarrow on 24 of 28 shapes (up to 4% faster on the four
+// largest-suffix ones): 128 registers spill, and two stages expose the load
+// latency. kNarrow is the default (bench/RESULTS.md, attention/PERF_NOTES.md).
+enum class KernelVariant { kNarrow, kWide, kDual };
 
 class TreeAttention {
  public:
@@ -68,6 +74,16 @@ class TreeAttention {
   // Takes effect at the next Prepare. Default kNarrow.
   void set_variant(KernelVariant variant) { next_variant_ = variant; }
   KernelVariant variant() const { return variant_; }
+  // Fewest KV tokens of a split-K chunk (DeviceModel::min_chunk). Takes
+  // effect at the next Prepare. Default kMinChunk.
+  void set_min_chunk(int32_t tokens) { min_chunk_ = tokens; }
+  // true: the persistent kernel merges each query row itself (the CTA that
+  // finishes the row's last item), one launch instead of two, where every row
+  // has an item. Measured slower on the H100 for large tiles (a 128-row item
+  // can finish 32 rows at once and its CTA then merges them alone, while the
+  // merge kernel spreads rows over every SM), so false by default. Takes
+  // effect at the next Run.
+  void set_fused_merge(bool fused) { fused_merge_ = fused; }
 
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
@@ -79,9 +95,14 @@ class TreeAttention {
 
   KernelVariant next_variant_ = KernelVariant::kNarrow;
   KernelVariant variant_ = KernelVariant::kNarrow;
+  int32_t min_chunk_ = kMinChunk;
+  bool fused_merge_ = false;
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
   WorkPlan work_;
+  // Completion counters of the fused merge, one per query row (bucketed);
+  // zero between launches (each launch resets the counters it used).
+  gpu::DeviceBuffer query_done_;
   // Shape of the prepared plan, checked by Run.
   const AttentionPlan* prepared_plan_ = nullptr;
   int32_t prepared_queries_ = -1;
@@ -94,7 +115,8 @@ class TreeAttention {
   gpu::PinnedBuffer staging_;
   gpu::DeviceBuffer partials_;
   cudaEvent_t staging_free_ = nullptr;
-  int64_t offsets_[14] = {};
+  static constexpr int kNumUploadArrays = 14;  // the arrays Upload copies (tree_attention.cu)
+  int64_t offsets_[kNumUploadArrays + 1] = {};
 };
 
 // Bifurcated attention (bifurcated-attention 4.2-4.3): one shared context and

@@ -102,7 +102,8 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     const std::vector<RowBlock> blocks = RowBlocks(mode[s], entries, group, shape.tile_rows);
     const double block_cost = per_token_cost[s] * length / (blocks.size() * shape.num_kv_heads);
     const int32_t wanted = std::max(1, static_cast<int32_t>(std::ceil(block_cost / target)));
-    const int32_t len = std::max(kMinChunk, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
+    const int32_t min_chunk = std::max(kKvTile, CeilDiv(device.min_chunk, kKvTile) * kKvTile);
+    const int32_t len = std::max(min_chunk, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
     chunk_len[s] = len;
     chunks[s] = CeilDiv(length, len);
     for (int32_t e = plan.segment_entry_indptr[s]; e < plan.segment_entry_indptr[s + 1]; ++e) {
@@ -142,6 +143,15 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     out.items.insert(out.items.end(), list.begin(), list.end());
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }
+  // 4. Completion counts for the fused merge: one per (item, entry touched).
+  out.query_items.assign(plan.num_queries, 0);
+  for (const WorkItem& it : out.items) {
+    const int32_t e0 = plan.segment_entry_indptr[it.segment];
+    for (int32_t e = e0 + it.row_begin / group; e <= e0 + (it.row_begin + it.row_count - 1) / group; ++e) {
+      ++out.query_items[plan.entry_query[e]];
+    }
+  }
+  out.fused_merge = std::all_of(out.query_items.begin(), out.query_items.end(), [](int32_t n) { return n > 0; });
   return out;
 }
 

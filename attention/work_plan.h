@@ -38,7 +38,10 @@ inline constexpr int32_t kWarps = 8;       // warps of a CTA (256 threads)
 inline constexpr int32_t kTileRows = 16 * kWarps;  // rows of a batched query tile (16 per warp)
 inline constexpr int32_t kFlatRows = 16;   // query heads of a flattened item (2 per warp)
 inline constexpr int32_t kKvTile = 64;     // tokens per shared-memory KV tile (16-bit KV)
-inline constexpr int32_t kMinChunk = 256;  // fewest tokens of a split-K chunk (amortizes start-up)
+// Fewest tokens of a split-K chunk by default (amortizes an item's start-up):
+// 256 measured 1.2x faster than 64 on the 64-leaf/2048/64 shape and equal
+// elsewhere (bench/RESULTS.md, n256 vs narrow).
+inline constexpr int32_t kMinChunk = 256;
 
 enum class ItemKind : int32_t { kBatched = 0, kFlattened = 1 };
 // kAuto: the cost model picks per segment between shared tiles (kBatched) and
@@ -72,6 +75,7 @@ struct DeviceModel {
   double mma_flops_per_us = 330e6;
   double simt_flops_per_us = 25e6;  // fp32 FMA path incl. conversions
   double item_overhead_us = 1.5;    // start-up, partial write, pipeline fill
+  int32_t min_chunk = kMinChunk;    // fewest tokens of a split-K chunk (rounded up to kKvTile)
   int32_t num_ctas() const { return num_sms * ctas_per_sm; }
 };
 
@@ -90,6 +94,11 @@ struct WorkPlan {
   std::vector<int32_t> entry_partial_base;  // per entry
   std::vector<int32_t> entry_num_chunks;    // per entry
   std::vector<int32_t> entry_segment;       // per entry
+  // Per query row: how many items touch it (the fused merge's completion
+  // count). fused_merge: every row is touched by at least one item, so the
+  // persistent kernel can merge every row itself (else a merge launch runs).
+  std::vector<int32_t> query_items;
+  bool fused_merge = false;
   int32_t num_partials = 0;
   int32_t batched_segments = 0;
   int32_t flattened_segments = 0;

@@ -101,6 +101,22 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
       ASSERT_EQ(it.kind, 0);
     }
   }
+  // Fused-merge counts: every (chunk, KV head) of every entry of a row is at
+  // least one item touching the row; the counts add up to the items' entries.
+  ASSERT_EQ(wp.query_items.size(), static_cast<size_t>(tree.plan.num_queries));
+  int64_t touched = 0, counted = 0;
+  const int32_t group = c.q_heads / c.kv_heads;
+  for (const WorkItem& it : wp.items) touched += (it.row_begin + it.row_count - 1) / group - it.row_begin / group + 1;
+  for (int32_t q = 0; q < tree.plan.num_queries; ++q) {
+    int64_t least = 0;
+    for (int32_t i = tree.plan.query_entry_indptr[q]; i < tree.plan.query_entry_indptr[q + 1]; ++i) {
+      least += int64_t{wp.entry_num_chunks[tree.plan.query_entries[i]]} * c.kv_heads;
+    }
+    EXPECT_GE(wp.query_items[q], least) << "query " << q;
+    counted += wp.query_items[q];
+  }
+  EXPECT_EQ(counted, touched);
+  EXPECT_TRUE(wp.fused_merge);
   const int64_t n = int64_t{tree.plan.num_queries} * c.q_heads * 64;
   std::vector<float> want(n);
   BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, nullptr)));

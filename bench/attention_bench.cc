@@ -1,12 +1,18 @@
 // Tree attention vs the per-sequence baselines on the shapes (bf16,
 // head_dim 128, page size 16), side by side in one run:
-//   tree     TreeAttention, PathChoice::kAuto (cost model; shared KV tiles),
-//            KernelVariant::kNarrow (16 rows per warp, the default);
-//   wide     the same with KernelVariant::kWide (32 rows per warp)
+//   narrow   TreeAttention, PathChoice::kAuto (cost model; shared KV tiles),
+//            KernelVariant::kNarrow (16 rows per warp, one CTA per SM);
+//   dual     the same with KernelVariant::kDual (two CTAs per SM);
+//   n256     narrow with split-K chunks of at least 256 tokens (kMinChunk;
+//            narrow and dual force 64); d256 dual with 256-token chunks.
+//            KernelVariant::kWide (32 rows per warp, 1.3-2.5x slower than
+//            narrow) is no longer in the sweep
 //   perseq   PathChoice::kPerSequence: each row reads its whole path itself,
 //            tensor-core tiles per sequence (FlashInfer-style GQA decode)
 //   flat     PathChoice::kFlattened: FlashDecoding-style split-K on CUDA cores
-// Time: cudaEvents around Run (persistent kernel + merge), L2 flushed (a
+// perseq and flat run the default variant (TreeAttention's).
+// Time: cudaEvents around Run (persistent kernel + fused merge, or + merge
+// kernel), L2 flushed (a
 // 256 MiB memset) before every timed run, median of the iterations. Floor =
 // max(unique bytes / 2.99 TB/s, FLOPs / 685 TFLOP/s), the ceilings measured
 // on the H100 (bench/RESULTS.md "Device ceilings").
@@ -41,7 +47,7 @@ struct Shape {
 };
 
 struct Row {
-  double tree = 0, wide = 0, perseq = 0, flat = 0, floor = 0;
+  double narrow = 0, dual = 0, n256 = 0, d256 = 0, perseq = 0, flat = 0, floor = 0;
 };
 std::map<std::string, Row>& Results() {
   static auto* results = new std::map<std::string, Row>();
@@ -61,7 +67,8 @@ std::vector<std::string>& Order() {
     }                                                           \
   } while (false)
 
-void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, KernelVariant variant) {
+void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, const KernelVariant* variant,
+              int32_t min_chunk) {
   if (!gpu::HasGpu()) {
     state.SkipWithError("no GPU");
     return;
@@ -106,7 +113,8 @@ void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, Kern
   args.out_dtype = DType::kBf16;
   auto runner = TreeAttention::Create();
   BENCH_OK(runner.status());
-  (*runner)->set_variant(variant);
+  if (variant != nullptr) (*runner)->set_variant(*variant);
+  if (min_chunk > 0) (*runner)->set_min_chunk(min_chunk);
   BENCH_OK((*runner)->Prepare(args, path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -145,9 +153,12 @@ void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, Kern
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
   Row& row = Results()[shape.name];
   row.floor = floor_us;
-  (path == PathChoice::kAuto ? (variant == KernelVariant::kWide ? row.wide : row.tree)
-   : path == PathChoice::kPerSequence ? row.perseq
-                                      : row.flat) = median;
+  double* cell = path == PathChoice::kPerSequence ? &row.perseq : &row.flat;
+  if (path == PathChoice::kAuto) {
+    const bool dual = *variant == KernelVariant::kDual;
+    cell = min_chunk >= 256 ? (dual ? &row.d256 : &row.n256) : (dual ? &row.dual : &row.narrow);
+  }
+  *cell = median;
 }
 
 std::vector<Shape> Shapes() {
@@ -170,13 +181,18 @@ std::vector<Shape> Shapes() {
 }
 
 void PrintTable() {
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree_us", "wide", "perseq",
-              "flat", "floor", "x_floor", "ps/tree", "fl/tree");
+  // best = the fastest of the four tree columns (the ratios are against it).
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "narrow", "dual", "n256",
+              "d256", "perseq", "flat", "floor", "x_floor", "ps/best", "fl/best");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
-    if (r.tree <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n", name.c_str(), r.tree, r.wide, r.perseq,
-                r.flat, r.floor, r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
+    double best = 0;
+    for (double t : {r.narrow, r.dual, r.n256, r.d256}) {
+      if (t > 0 && (best <= 0 || t < best)) best = t;
+    }
+    if (best <= 0) continue;
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n", name.c_str(), r.narrow,
+                r.dual, r.n256, r.d256, r.perseq, r.flat, r.floor, best / r.floor, r.perseq / best, r.flat / best);
   }
 }
 
@@ -189,15 +205,21 @@ int main(int argc, char** argv) {
     Order().push_back(shape.name);
     struct Variant {
       PathChoice path;
-      KernelVariant kernel;
+      const KernelVariant* kernel;  // nullptr: TreeAttention's default
+      int32_t min_chunk;            // 0: TreeAttention's default
       const char* tag;
     };
-    for (const Variant& v : {Variant{PathChoice::kAuto, KernelVariant::kNarrow, "tree"},
-                             Variant{PathChoice::kAuto, KernelVariant::kWide, "tree_wide"},
-                             Variant{PathChoice::kPerSequence, KernelVariant::kNarrow, "perseq"},
-                             Variant{PathChoice::kFlattened, KernelVariant::kNarrow, "flat"}}) {
+    static constexpr KernelVariant kNarrow = KernelVariant::kNarrow, kDual = KernelVariant::kDual;
+    for (const Variant& v : {Variant{PathChoice::kAuto, &kNarrow, 64, "narrow"},
+                             Variant{PathChoice::kAuto, &kDual, 64, "dual"},
+                             Variant{PathChoice::kAuto, &kNarrow, 256, "n256"},
+                             Variant{PathChoice::kAuto, &kDual, 256, "d256"},
+                             Variant{PathChoice::kPerSequence, nullptr, 0, "perseq"},
+                             Variant{PathChoice::kFlattened, nullptr, 0, "flat"}}) {
       benchmark::RegisterBenchmark(absl::StrCat("attn/", v.tag, "/", shape.name).c_str(),
-                                   [shape, v](benchmark::State& st) { RunShape(st, shape, v.path, v.kernel); })
+                                   [shape, v](benchmark::State& st) {
+                                     RunShape(st, shape, v.path, v.kernel, v.min_chunk);
+                                   })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond)
           ->Iterations(20);

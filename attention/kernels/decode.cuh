@@ -61,14 +61,15 @@ __device__ __forceinline__ void RunFlattenedItem(const TreeParams& p, const Work
   }
   const int num_tiles = limit > it.kv_begin ? (limit - it.kv_begin + kTile - 1) / kTile : 0;
   if (num_tiles > 0) {
-    LoadKvTile<T, D, kTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin, limit, tiles, tiles + kTileElems);
+    LoadKvTileAnyPage<T, D, kTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin, limit, tiles,
+                                             tiles + kTileElems);
     CpAsyncCommit();
   }
   for (int t = 0; t < num_tiles; ++t) {
     if (t + 1 < num_tiles) {
       T* next = tiles + ((t + 1) & 1) * 2 * kTileElems;
-      LoadKvTile<T, D, kTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + (t + 1) * kTile, limit, next,
-                                        next + kTileElems);
+      LoadKvTileAnyPage<T, D, kTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + (t + 1) * kTile, limit,
+                                               next, next + kTileElems);
       CpAsyncCommit();
       CpAsyncWait<1>();
     } else {

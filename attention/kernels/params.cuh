@@ -28,6 +28,10 @@ struct TreeParams {
   const int32_t* entry_partial_base;    // [num_entries]
   const int32_t* entry_num_chunks;      // [num_entries]
   const int32_t* num_queries;           // [1] (device scalar: the grid never depends on it)
+  // The fused merge (merge.cuh CompleteItem); query_done == nullptr: a
+  // separate MergeKernel launch merges instead.
+  const int32_t* query_items;           // [num_queries] items that touch each query row
+  int32_t* query_done;                  // [num_queries] completions so far; 0 between launches
   // Tensors.
   const void* kv_pool;   // KvLayout (kv_layout.h) of the KV dtype
   int64_t k_plane;       // element offset of the layer's K plane
@@ -54,27 +58,69 @@ inline constexpr int kSmemStride = D + 16 / static_cast<int>(sizeof(T));
 // Loads tokens [tok0, tok0 + kTokens) of one segment's K and V for one KV
 // head into sK / sV ([kTokens][kSmemStride]) with cp.async; tokens at or past
 // `tok_end` are zero-filled (never read). Every thread of the block calls it;
-// the caller commits and waits.
-template <typename T, int D, int kTokens, int kThreads>
+// the caller commits and waits. kPageSize > 0 is the page size as a
+// compile-time constant (shifts instead of divisions; it must equal
+// p.page_size), 0 reads p.page_size. Each thread owns one 16-byte column of
+// kTokens * kVecs / kThreads rows: the page ids of all its rows are loaded
+// first (independent loads in flight), then every copy is issued.
+template <typename T, int D, int kTokens, int kThreads, int kPageSize = 0>
 __device__ __forceinline__ void LoadKvTile(const TreeParams& p, const int32_t* pages, int32_t first_slot,
                                            int32_t kv_head, int32_t tok0, int32_t tok_end, T* sK, T* sV) {
   constexpr int kVecs = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte vectors per row
   constexpr int kElemsPerVec = 16 / static_cast<int>(sizeof(T));
   const T* pool = static_cast<const T*>(p.kv_pool);
-  for (int i = threadIdx.x; i < kTokens * kVecs; i += kThreads) {
-    const int row = i / kVecs;
-    const int vec = i % kVecs;
-    const int32_t tok = tok0 + row;
-    const bool valid = tok < tok_end;
-    int64_t offset = 0;
-    if (valid) {
-      const int32_t pos = first_slot + tok;
-      const int64_t page = pages[pos / p.page_size];
-      offset = ((page * p.num_kv_heads + kv_head) * p.page_size + pos % p.page_size) * D + vec * kElemsPerVec;
+  if constexpr (kThreads % kVecs == 0 && (kTokens * kVecs) % kThreads == 0) {
+    constexpr int kRowStep = kThreads / kVecs;
+    constexpr int kRows = kTokens / kRowStep;  // rows per thread
+    const int page_size = kPageSize > 0 ? kPageSize : p.page_size;
+    const int row0 = threadIdx.x / kVecs;
+    const int vec = threadIdx.x % kVecs;
+    const int64_t head_off = int64_t{kv_head} * page_size;
+    int64_t offset[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int32_t tok = tok0 + row0 + i * kRowStep;
+      const int32_t pos = first_slot + (tok < tok_end ? tok : 0);
+      const int32_t page = pages[pos / page_size];
+      offset[i] = ((int64_t{page} * p.num_kv_heads) * page_size + head_off + pos % page_size) * D +
+                  vec * kElemsPerVec;
     }
-    const int s = row * kSmemStride<T, D> + vec * kElemsPerVec;
-    CpAsync16(sK + s, pool + p.k_plane + offset, valid);
-    CpAsync16(sV + s, pool + p.v_plane + offset, valid);
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int row = row0 + i * kRowStep;
+      const bool valid = tok0 + row < tok_end;
+      const int s = row * kSmemStride<T, D> + vec * kElemsPerVec;
+      CpAsync16(sK + s, pool + p.k_plane + offset[i], valid);
+      CpAsync16(sV + s, pool + p.v_plane + offset[i], valid);
+    }
+  } else {
+    for (int i = threadIdx.x; i < kTokens * kVecs; i += kThreads) {
+      const int row = i / kVecs;
+      const int vec = i % kVecs;
+      const int32_t tok = tok0 + row;
+      const bool valid = tok < tok_end;
+      int64_t offset = 0;
+      if (valid) {
+        const int32_t pos = first_slot + tok;
+        const int64_t page = pages[pos / p.page_size];
+        offset = ((page * p.num_kv_heads + kv_head) * p.page_size + pos % p.page_size) * D + vec * kElemsPerVec;
+      }
+      const int s = row * kSmemStride<T, D> + vec * kElemsPerVec;
+      CpAsync16(sK + s, pool + p.k_plane + offset, valid);
+      CpAsync16(sV + s, pool + p.v_plane + offset, valid);
+    }
+  }
+}
+
+// LoadKvTile with the page size of the launch: the common 16 as a constant,
+// any other read at run time (one uniform branch per tile).
+template <typename T, int D, int kTokens, int kThreads>
+__device__ __forceinline__ void LoadKvTileAnyPage(const TreeParams& p, const int32_t* pages, int32_t first_slot,
+                                                  int32_t kv_head, int32_t tok0, int32_t tok_end, T* sK, T* sV) {
+  if (p.page_size == 16) {
+    LoadKvTile<T, D, kTokens, kThreads, 16>(p, pages, first_slot, kv_head, tok0, tok_end, sK, sV);
+  } else {
+    LoadKvTile<T, D, kTokens, kThreads, 0>(p, pages, first_slot, kv_head, tok0, tok_end, sK, sV);
   }
 }
 

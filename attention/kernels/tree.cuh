@@ -15,17 +15,34 @@
 #include "attention/kernels/params.cuh"
 #include "attention/kernels/state.cuh"
 
+#include <type_traits>
+
 namespace banyan::attention::kernels {
 
 inline constexpr int kThreads = 32 * kWarps;
 
-// Pipeline depth: KV tiles in flight (cp.async groups) while one is computed.
+// Pipeline depth: KV tiles in flight (cp.async groups) while one is computed
+// (kStages for the one-CTA-per-SM variants; the two-CTA variant uses 2).
 inline constexpr int kStages = 4;
-// Shared memory of a batched item: kStages stages of K and V tiles.
-template <typename T, int D>
-inline constexpr int kBatchedSmemBytes = kStages * 2 * kKvTile * kSmemStride<T, D> * static_cast<int>(sizeof(T));
+// Shared memory of a batched item: kStagesN stages of K and V tiles, plus the
+// query tile when kQInSmem.
+template <typename T, int D, int kStagesN = kStages, bool kQInSmem = false>
+inline constexpr int kBatchedSmemBytes =
+    (kStagesN * 2 * kKvTile + (kQInSmem ? kTileRows : 0)) * kSmemStride<T, D> * static_cast<int>(sizeof(T));
 
-template <typename T, int D>
+// Two consecutive q elements (base even) as one packed register of T: a
+// direct 32-bit load when q has the KV's dtype, else a converting load.
+template <typename T>
+__device__ __forceinline__ uint32_t LoadQPair(const TreeParams& p, int64_t base) {
+  constexpr int kCode = std::is_same_v<T, __nv_bfloat16> ? 1 : 2;
+  if (p.q_dtype == kCode) return *reinterpret_cast<const uint32_t*>(static_cast<const T*>(p.q) + base);
+  return PackPair<T>(LoadAny(p.q, p.q_dtype, base), LoadAny(p.q, p.q_dtype, base + 1));
+}
+
+// kStagesN: cp.async pipeline depth. kQInSmem: the query tile is staged in
+// shared memory and read with ldmatrix per k-step (32 registers fewer, for
+// the two-CTA-per-SM variant) instead of held as fragments.
+template <typename T, int D, int kStagesN = kStages, bool kQInSmem = false>
 __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkItem& it, char* smem,
                                                int* s_max_limit) {
   constexpr int kStride = kSmemStride<T, D>;
@@ -41,6 +58,7 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
   int32_t entry[2], head[2], qrow[2], limit[2];
   bool valid[2];
   int local_max = 0;
+#pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int local = warp * 16 + gq + r * 8;
     valid[r] = local < it.row_count;
@@ -58,66 +76,86 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
   const int32_t kv_end = *s_max_limit;  // no row of the tile sees past this
   const bool warp_active = warp * 16 < it.row_count;
 
-  // Q fragments (scale applied to S later, in fp32).
-  uint32_t qf[kKSteps][4];
+  T* tiles = reinterpret_cast<T*>(smem);
+  // Q fragments (scale applied to S later, in fp32): registers, or the tile in
+  // shared memory behind the KV stages (rows 16w..16w+15 written by warp w).
+  constexpr int kQRegSteps = kQInSmem ? 1 : kKSteps;
+  uint32_t qf[kQRegSteps][4];
+  T* sQ = tiles + kStagesN * 2 * kTileElems;
+#pragma unroll
   for (int ks = 0; ks < kKSteps; ++ks) {
+#pragma unroll
     for (int half = 0; half < 2; ++half) {
+#pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float x = 0.0f, y = 0.0f;
-        if (valid[r]) {
-          const int64_t base = (int64_t{qrow[r]} * p.num_q_heads + head[r]) * D + ks * 16 + half * 8 + tq * 2;
-          x = LoadAny(p.q, p.q_dtype, base);
-          y = LoadAny(p.q, p.q_dtype, base + 1);
+        const int64_t base = (int64_t{qrow[r]} * p.num_q_heads + head[r]) * D + ks * 16 + half * 8 + tq * 2;
+        const uint32_t v = valid[r] ? LoadQPair<T>(p, base) : 0u;
+        if constexpr (kQInSmem) {
+          *reinterpret_cast<uint32_t*>(sQ + (warp * 16 + gq + r * 8) * kStride + ks * 16 + half * 8 + tq * 2) = v;
+        } else {
+          qf[ks][half * 2 + r] = v;
         }
-        qf[ks][half * 2 + r] = PackPair<T>(x, y);
       }
     }
   }
+  if constexpr (kQInSmem) __syncwarp();
 
   float o[D / 8][4];
+#pragma unroll
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
 
-  T* tiles = reinterpret_cast<T*>(smem);
   const int num_tiles = kv_end > it.kv_begin ? (kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
   // Prologue: tiles 0 .. kStages - 2, one commit group each (empty groups keep the count).
 #pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
+  for (int st = 0; st < kStagesN - 1; ++st) {
     if (st < num_tiles) {
       T* stage = tiles + st * 2 * kTileElems;
-      LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + st * kKvTile, kv_end, stage,
-                                          stage + kTileElems);
+      LoadKvTileAnyPage<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + st * kKvTile, kv_end,
+                                                 stage, stage + kTileElems);
     }
     CpAsyncCommit();
   }
   for (int t = 0; t < num_tiles; ++t) {
-    const int ahead = t + kStages - 1;
+    const int ahead = t + kStagesN - 1;
     if (ahead < num_tiles) {
-      T* stage = tiles + (ahead % kStages) * 2 * kTileElems;
-      LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + ahead * kKvTile, kv_end,
-                                          stage, stage + kTileElems);
+      T* stage = tiles + (ahead % kStagesN) * 2 * kTileElems;
+      LoadKvTileAnyPage<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + ahead * kKvTile,
+                                                 kv_end, stage, stage + kTileElems);
     }
     CpAsyncCommit();
-    CpAsyncWait<kStages - 1>();  // tile t has landed
+    CpAsyncWait<kStagesN - 1>();  // tile t has landed
     __syncthreads();
     if (warp_active) {
-      const T* sK = tiles + (t % kStages) * 2 * kTileElems;
+      const T* sK = tiles + (t % kStagesN) * 2 * kTileElems;
       const T* sV = sK + kTileElems;
       const int32_t tok0 = it.kv_begin + t * kKvTile;
       float s[8][4];
+#pragma unroll
       for (int i = 0; i < 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
       const int mat = lane / 8, mrow = lane % 8;
+#pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
+        uint32_t qa[4];
+        if constexpr (kQInSmem) {
+          LdMatrixX4(qa, sQ + (warp * 16 + lane % 16) * kStride + ks * 16 + (lane / 16) * 8);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) qa[j] = qf[ks][j];
+        }
+#pragma unroll
         for (int np = 0; np < 4; ++np) {
           uint32_t b[4];
           LdMatrixX4(b, sK + (np * 16 + (mat / 2) * 8 + mrow) * kStride + ks * 16 + (mat % 2) * 8);
-          Mma16816<T>(s[2 * np], qf[ks], b[0], b[1]);
-          Mma16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
+          Mma16816<T>(s[2 * np], qa, b[0], b[1]);
+          Mma16816<T>(s[2 * np + 1], qa, b[2], b[3]);
         }
       }
       // Scale, mask, row max over the 4 threads of a row.
       float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int r = j / 2;
           const int32_t tok = tok0 + nt * 8 + tq * 2 + (j % 2);
@@ -126,6 +164,7 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
         }
       }
       float factor[2];
+#pragma unroll
       for (int r = 0; r < 2; ++r) {
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
@@ -134,6 +173,7 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
         m[r] = m_new;
         l[r] *= factor[r];
       }
+#pragma unroll
       for (int i = 0; i < D / 8; ++i) {
         o[i][0] *= factor[0];
         o[i][1] *= factor[0];
@@ -141,7 +181,9 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
         o[i][3] *= factor[1];
       }
       uint32_t pa[4][4];
+#pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
         for (int j = 0; j < 4; ++j) {
           s[nt][j] = Prob(s[nt][j], m[j / 2]);
           l[j / 2] += s[nt][j];
@@ -150,7 +192,9 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
         pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt][0], s[nt][1]);
         pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt][2], s[nt][3]);
       }
+#pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           uint32_t b[4];
           LdMatrixX4Trans(b, sV + (kk * 16 + (mat % 2) * 8 + mrow) * kStride + dp * 16 + (mat / 2) * 8);
@@ -159,11 +203,12 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
         }
       }
     }
-    __syncthreads();  // this stage is refilled kStages - 1 tiles later
+    __syncthreads();  // this stage is refilled kStagesN - 1 tiles later
   }
   CpAsyncWait<0>();  // no copy may still target shared memory when the item ends
 
   // Finish: row sums over the 4 threads of a row, then the partial states.
+#pragma unroll
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
@@ -171,6 +216,7 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
     const int64_t slot = int64_t{p.entry_partial_base[entry[r]]} + it.chunk;
     const float inv = FinalScale(l[r]);
     float* dst = p.partial_o + (slot * p.num_q_heads + head[r]) * D;
+#pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       *reinterpret_cast<float2*>(dst + i * 8 + tq * 2) = make_float2(o[i][r * 2] * inv, o[i][r * 2 + 1] * inv);
     }

@@ -88,8 +88,8 @@ __device__ __forceinline__ void RunBatchedItemWide(const TreeParams& p, const Wo
   for (int st = 0; st < kStages - 1; ++st) {
     if (st < num_tiles) {
       T* stage = tiles + st * 2 * kTileElems;
-      LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + st * kKvTile, kv_end, stage,
-                                          stage + kTileElems);
+      LoadKvTileAnyPage<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + st * kKvTile, kv_end,
+                                                 stage, stage + kTileElems);
     }
     CpAsyncCommit();
   }
@@ -98,8 +98,8 @@ __device__ __forceinline__ void RunBatchedItemWide(const TreeParams& p, const Wo
     const int ahead = t + kStages - 1;
     if (ahead < num_tiles) {
       T* stage = tiles + (ahead % kStages) * 2 * kTileElems;
-      LoadKvTile<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + ahead * kKvTile, kv_end,
-                                          stage, stage + kTileElems);
+      LoadKvTileAnyPage<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + ahead * kKvTile,
+                                                 kv_end, stage, stage + kTileElems);
     }
     CpAsyncCommit();
     CpAsyncWait<kStages - 1>();
