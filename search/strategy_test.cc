@@ -266,6 +266,29 @@ TEST(TreeOfThoughtTest, ModelValuePromptIsExact) {
   EXPECT_EQ(r.answer, "bcde");
 }
 
+TEST(TreeOfThoughtTest, ModelVoteSharesTheVote) {
+  auto engine = MakeEngine();
+  SearchOptions o = TopTwo("a", 6);
+  o.n = 3;
+  o.beam_width = 1;
+  o.max_depth = 1;
+  o.step_tokens = 2;
+  o.evaluation = Evaluation::kModelVote;
+  BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult r, RunKind(StrategyKind::kTotBfs, *engine, o));
+  // " The best choice is i": the digits are neither of the model's two choices
+  // after ' ', so every candidate gets the same share.
+  int votes = 0;
+  for (const auto* e : Events(r, proto::TraceEvent::SCORE)) {
+    EXPECT_EQ(e->detail(), "vote");
+    EXPECT_NEAR(e->value(), 1.0 / 3.0, 1e-6);
+    ++votes;
+  }
+  EXPECT_EQ(votes, 3);
+  EXPECT_EQ(r.cost.score_calls, 3);
+  EXPECT_EQ(r.cost.branches_created, 1 + 3 + 1);  // root, 3 steps, the vote prompt
+  EXPECT_EQ(engine->Stats().live_branches, 0);
+}
+
 TEST(TreeOfThoughtTest, DfsBacktracksFromALowValuedSubtree) {
   auto engine = MakeEngine();
   SearchOptions o = TopTwo("a", 9);
