@@ -7,6 +7,9 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 LOGS=${OUT:-/tmp/banyan-device}
+# Tests that read reference data from the source tree find it here (the bundle sits in the
+# checkout's root on the device machine).
+export BANYAN_SOURCE_DIR=${BANYAN_SOURCE_DIR:-$(dirname "$ROOT")}
 mkdir -p "$LOGS"
 mode=all; filter=.
 while [ $# -gt 0 ]; do
