@@ -448,6 +448,7 @@ EngineStats EngineImpl::Stats() const {
   }
   const kv_tree::KvTreeStats t = tree_->Stats();
   s.device = device_name_;
+  s.model = model_name_;
   s.tree_nodes = t.nodes;
   s.kv_pages_total = t.pages_total;
   s.kv_pages_used = t.pages_total - t.pages_free;

@@ -401,14 +401,28 @@ void EngineImpl::ConsumeLogits() {
     absl::StatusOr<model::SampleResult> result = absl::UnknownError("not sampled");
   };
   std::vector<Draw> draws;
+  // Greedy rows without penalties (the Sampler's greedy result exactly:
+  // first maximum, log-probability under the raw logits) are computed once
+  // per logits row, however many branches share it.
+  std::vector<size_t> greedy_rows;
+  std::vector<std::pair<Task*, size_t>> greedy_draws;
   for (size_t i = 0; i < consumers_.size(); ++i) {
     const absl::Span<const float> row = absl::Span<const float>(logits_view_).subspan(i * vocab, vocab);
     double log_z = 0;
     bool have_z = false;
+    bool row_is_greedy = false;
     for (const Consumer& c : consumers_[i]) {
       if (c.task->done) continue;
       if (c.task->kind == Task::Kind::kDecode) {
-        draws.push_back({c.task, i});
+        const model::SamplingParams& p = c.task->sampler->params();
+        if (p.temperature == 0.0f && p.repetition_penalty == 1.0f && p.frequency_penalty == 0.0f &&
+            p.presence_penalty == 0.0f) {
+          if (!row_is_greedy) greedy_rows.push_back(i);
+          row_is_greedy = true;
+          greedy_draws.push_back({c.task, greedy_rows.size() - 1});
+        } else {
+          draws.push_back({c.task, i});
+        }
         continue;
       }
       if (!have_z) {
@@ -434,6 +448,36 @@ void EngineImpl::ConsumeLogits() {
                                        t->history, t->result.tokens);
     }
   });
+  std::vector<model::SampleResult> greedy(greedy_rows.size());
+  std::vector<char> greedy_ok(greedy_rows.size(), 0);
+  sample_pool_->ParallelFor(static_cast<int64_t>(greedy_rows.size()), 4, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const float* row = logits_view_.data() + greedy_rows[g] * vocab;
+      size_t best = 0;
+      float max = row[0];
+      bool finite = !std::isnan(row[0]);
+      for (size_t v = 1; v < vocab; ++v) {
+        finite &= !std::isnan(row[v]);
+        if (row[v] > max) {
+          max = row[v];
+          best = v;
+        }
+      }
+      double sum = 0;
+      for (size_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v] - max));
+      greedy[g].token = static_cast<int32_t>(best);
+      greedy[g].raw_logprob = static_cast<float>(-std::log(sum));
+      greedy[g].logprob = greedy[g].raw_logprob;
+      greedy_ok[g] = finite && std::isfinite(max);
+    }
+  });
+  for (const auto& [task, g] : greedy_draws) {
+    if (!greedy_ok[g]) {
+      FailTask(task, absl::InvalidArgumentError("logits with a NaN or no finite value"), true);
+      continue;
+    }
+    AfterSample(task, greedy[g]);
+  }
   for (Draw& draw : draws) {
     if (!draw.result.ok()) {
       FailTask(draw.task, draw.result.status(), true);

@@ -77,7 +77,11 @@ absl::Status EngineImpl::Save(const std::string& path) const {
       for (size_t t = static_cast<size_t>(base_length); t < tokens.size(); ++t) b->add_suffix(tokens[t]);
       b->set_kv_namespace(record.kv_namespace);
       b->set_priority(record.priority);
-      for (const auto& [k, v] : record.metadata) (*b->mutable_metadata())[k] = v;
+      for (const auto& [k, v] : record.metadata) {
+        proto::MetadataEntry* e = b->add_metadata();
+        e->set_key(k);
+        e->set_value(v);
+      }
       absl::StatusOr<std::string> text = tokenizer_->Decode(tokens);
       if (text.ok()) b->set_text(*text);
     }
@@ -136,7 +140,11 @@ absl::StatusOr<std::vector<BranchId>> EngineImpl::Load(const std::string& path) 
     o.kv_namespace = b.kv_namespace();
     o.priority = b.priority();
     options.push_back(std::move(o));
-    metadata.emplace_back(b.metadata().begin(), b.metadata().end());
+    std::map<std::string, std::string>& m = metadata.emplace_back();
+    for (const proto::MetadataEntry& e : b.metadata()) {
+      if (e.key().empty()) return absl::DataLossError(absl::StrCat(path, ": branch ", i, " has an empty metadata key"));
+      m[e.key()] = e.value();
+    }
   }
   std::vector<absl::StatusOr<BranchId>> created =
       NewBranches(std::move(prompts), options, metadata);

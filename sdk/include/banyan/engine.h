@@ -203,6 +203,7 @@ struct BranchInfo {
 
 struct EngineStats {
   std::string device;           // "cpu" or the GPU's name
+  std::string model;            // the model's name (from its config, else its path)
   int64_t live_branches = 0;
   int64_t tree_nodes = 0;
   int64_t kv_pages_used = 0;
