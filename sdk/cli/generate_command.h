@@ -1,12 +1,11 @@
-// `banyan generate`: prefill a prompt once, fork it into N branches that share
-// the prompt's KV pages (the partly filled last prompt page is copied into
-// each branch's first private page), and decode all N in one batch per step
-// over one AttentionPlan (a shared prompt segment + one private segment per
-// branch). Generate() is the library form the command and its test use.
+// `banyan generate`: through the Engine (banyan/engine.h): prefill a prompt
+// once, fork it into N branches that share its KV in the engine's prefix
+// tree, and decode all N together in the engine's batched steps.
+// Generate() is the library form the command and its test use.
 //
 //   banyan generate --model PATH --prompt TEXT [--n N] [--max-tokens M]
 //       [--temperature T] [--top-p P] [--top-k K] [--min-p P]
-//       [--repetition-penalty R] [--seed S] [--stop TEXT] [--device cpu|cuda]
+//       [--repetition-penalty R] [--seed S] [--stop TEXT] [--device auto|cpu|cuda|cuda:N]
 //       [--threads T] [--raw] [--json]
 //
 // Without --model the default model (model/default_model.h) is used. With a
