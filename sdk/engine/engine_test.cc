@@ -172,6 +172,17 @@ TEST(EngineTest, ScoreIsTheExactLogLikelihood) {
   EXPECT_NEAR(longer.logprob, expect, 1e-3);
 }
 
+TEST(EngineTest, ScoreProgressesWithAOneTokenPrefillBudget) {
+  CountingBackendOptions model;
+  EngineOptions o = SmallOptions();
+  o.prefill_chunk = 1;
+  auto engine = MakeEngine(model, o);
+  BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("ab")));
+  BANYAN_ASSERT_OK_AND_ASSIGN(ScoreResult s, engine->Score(b, Prompt::Text("cd")));
+  EXPECT_NEAR(s.logprob,
+              testing::ExpectedLogprob(model, 'b', 'c') + testing::ExpectedLogprob(model, 'c', 'd'), 1e-4);
+}
+
 TEST(EngineTest, StreamingCallbackSeesEveryTokenAndCanStop) {
   auto engine = MakeEngine();
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("a")));

@@ -266,7 +266,9 @@ void EngineImpl::CollectPrefillRows(std::vector<Task*>& prefill) {
 void EngineImpl::ScoreChunk(Task* t, int64_t* budget) {
   const int64_t first = t->next == 0 ? 1 : 0;  // the scored branch's last token
   const int64_t n = static_cast<int64_t>(t->input.size());
-  const int64_t c = std::min<int64_t>(n - static_cast<int64_t>(t->next), *budget - first);
+  // At least one continuation token per step (the first chunk may overdraw
+  // the budget by the scored branch's own last token).
+  const int64_t c = std::min<int64_t>(n - static_cast<int64_t>(t->next), std::max<int64_t>(1, *budget - first));
   if (c <= 0 || scratch_slots_.size() - scratch_used_ < static_cast<size_t>(first + c)) return;
   if (first == 1 && t->branch_last_token < 0) {
     absl::StatusOr<int32_t> last = LastTokenOf(t->branch);
