@@ -139,8 +139,18 @@ absl::StatusOr<ExecutionResult> CodeExecutor::Run(std::string_view program) cons
   close(status_pipe[1]);
 
   ExecutionResult result;
+  // The status pipe closes on a successful exec (O_CLOEXEC) or when the child
+  // exits after a failed one: read to EOF so a late 'x' is never missed.
   char status_bytes[2] = {0, 0};
-  const ssize_t status_read = read(status_pipe[0], status_bytes, 2);
+  ssize_t status_read = 0;
+  while (status_read < 2) {
+    const ssize_t n = read(status_pipe[0], status_bytes + status_read, 2 - status_read);
+    if (n > 0) {
+      status_read += n;
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
   close(status_pipe[0]);
   result.network_isolated = status_read >= 1 && status_bytes[0] == 'y';
   const bool exec_failed = status_read == 2 && status_bytes[1] == 'x';
