@@ -7,7 +7,10 @@
 #   bash scripts/bundle.sh [out-dir]       # default: bundle/ (git-ignored)
 #   then, with the device tool:  run(command="bundle/bin/device_check.sh", carry=["bundle"])
 #
-# Environment: BANYAN_CUDA_ARCHS (default "90a-real;90"), BANYAN_BUNDLE_TARGETS (default all).
+# Environment: BANYAN_CUDA_ARCHS (default "90a-real;90"), BANYAN_BUNDLE_TARGETS (default all),
+# BANYAN_BUNDLE_ALL=1 to keep the CPU-only test binaries too (by default the bundle holds only
+# what runs on the device: GPU tests, GPU benchmarks and the banyan tool, ~45 MB, under the
+# device tool's 64 MiB carry limit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bundle}
@@ -18,6 +21,12 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBANYAN_STATIC_DEPS=
 ninja -C "$BUILD" -j "$(nproc)" ${BANYAN_BUNDLE_TARGETS:-}
 rm -rf "$OUT"
 cmake --install "$BUILD" --prefix "$OUT" --strip >/dev/null
+if [ -z "${BANYAN_BUNDLE_ALL:-}" ]; then
+  keep=" banyan device_check.sh $(tr '\n' ' ' < "$OUT/share/banyan/gpu_tests.txt") $(tr '\n' ' ' < "$OUT/share/banyan/gpu_benches.txt") "
+  for bin in "$OUT"/bin/*; do
+    case "$keep" in *" $(basename "$bin") "*) ;; *) rm -f "$bin" ;; esac
+  done
+fi
 mkdir -p "$OUT/lib"
 # Copy every shared library the binaries need that is neither glibc/libstdc++ nor CUDA's
 # own (the device machine has those, in matching versions).
@@ -27,7 +36,7 @@ for bin in "$OUT"/bin/*; do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|libgcc_s.so*|libstdc++.so*|ld-linux*) ;;
       libcuda.so*|libcublas*|libcublasLt*|libnccl*|libcudart*) ;;
-      *) cp -Lu "$lib" "$OUT/lib/" ;;
+      *) [ -e "$OUT/lib/$(basename "$lib")" ] || cp -L "$lib" "$OUT/lib/" ;;
     esac
   done
 done

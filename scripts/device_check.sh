@@ -28,6 +28,7 @@ failed=0
 if [ "$mode" != bench ]; then
   while read -r t; do
     [ -n "$t" ] && [[ "$t" =~ $filter ]] || continue
+    [ -x "$HERE/$t" ] || { summary+=("$(printf '%-28s absent from this bundle' "$t")"); continue; }
     start=$(date +%s%N)
     "$HERE/$t" --gtest_color=no > "$LOGS/$t.log" 2>&1
     rc=$?
@@ -43,6 +44,7 @@ fi
 if [ "$mode" != tests ]; then
   while read -r b; do
     [ -n "$b" ] && [[ "$b" =~ $filter ]] || continue
+    [ -x "$HERE/$b" ] || { summary+=("$(printf '%-28s absent from this bundle' "$b")"); continue; }
     "$HERE/$b" --benchmark_counters_tabular=true --benchmark_out="$LOGS/$b.json" \
       --benchmark_out_format=json > "$LOGS/$b.log" 2>&1
     rcb=$?
