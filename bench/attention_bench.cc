@@ -29,6 +29,7 @@
 #include "attention/testing/device_fill.h"
 #include "attention/testing/random_plan.h"
 #include "attention/tree_attention.h"
+#include "bench/bench_status.h"
 #include "benchmark/benchmark.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
@@ -57,15 +58,6 @@ std::vector<std::string>& Order() {
   static auto* order = new std::vector<std::string>();
   return *order;
 }
-
-#define BENCH_OK(expr)                                          \
-  do {                                                          \
-    const absl::Status s_ = (expr);                             \
-    if (!s_.ok()) {                                             \
-      state.SkipWithError(std::string(s_.message()).c_str());   \
-      return;                                                   \
-    }                                                           \
-  } while (false)
 
 void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, const KernelVariant* variant,
               int32_t min_chunk) {

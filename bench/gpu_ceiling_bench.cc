@@ -8,6 +8,7 @@
 // Shapes: copy 256 MiB / 1 GiB; GEMM 4096^3 and 8192^3 (m = n = k).
 #include <vector>
 
+#include "bench/bench_status.h"
 #include "benchmark/benchmark.h"
 #include "banyan/status_macros.h"
 #include "sdk/base/half.h"
@@ -19,15 +20,6 @@
 
 namespace banyan::gpu {
 namespace {
-
-#define BENCH_OK(expr)                                       \
-  do {                                                       \
-    const absl::Status s_ = (expr);                          \
-    if (!s_.ok()) {                                          \
-      state.SkipWithError(std::string(s_.message()).c_str()); \
-      return;                                                \
-    }                                                        \
-  } while (false)
 
 // Fills a device buffer with random bf16 normals (never time on zeros).
 absl::Status FillRandomBf16(DeviceBuffer& buf, uint64_t seed) {

@@ -32,6 +32,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "attention/attention_plan.h"
+#include "bench/bench_status.h"
 #include "benchmark/benchmark.h"
 #include "model/cuda/cuda_backend.h"
 #include "model/forward.h"
@@ -169,15 +170,6 @@ Batch PrefillBatch(const std::vector<int32_t>& prompt, const std::vector<int32_t
   b.logit_rows = {n - 1};
   return b;
 }
-
-#define BENCH_OK(expr)                                        \
-  do {                                                        \
-    const absl::Status s_ = (expr);                           \
-    if (!s_.ok()) {                                           \
-      state.SkipWithError(std::string(s_.message()).c_str()); \
-      return;                                                 \
-    }                                                         \
-  } while (false)
 
 void BM_Decode(benchmark::State& state) {
   if (!gpu::HasGpu()) {
