@@ -35,27 +35,10 @@
 namespace banyan {
 namespace {
 
-model::ModelConfig OneBConfig() {
-  model::ModelConfig c;
-  c.architecture = model::Architecture::kLlama;
-  c.name = "random-llama-1b";
-  c.vocab_size = 32000;
-  c.hidden_size = 2048;
-  c.intermediate_size = 8192;
-  c.num_layers = 16;
-  c.num_q_heads = 32;
-  c.num_kv_heads = 8;
-  c.head_dim = 64;
-  c.rope_theta = 500000.0f;
-  c.max_position = 32768;
-  c.tie_word_embeddings = false;
-  return c;
-}
-
 const model::ModelWeights& Weights() {
   static const model::ModelWeights* weights = [] {
     const absl::Time start = absl::Now();
-    auto* w = new model::ModelWeights(model::MakeRandomWeights(OneBConfig(), /*seed=*/1));
+    auto* w = new model::ModelWeights(model::MakeRandomWeights(model::Llama1bShapedConfig(), /*seed=*/1));
     std::fprintf(stderr, "[engine_bench] random 1B weights in %.1f s\n",
                  absl::ToDoubleSeconds(absl::Now() - start));
     return w;

@@ -34,6 +34,7 @@
 #include "attention/attention_plan.h"
 #include "bench/bench_status.h"
 #include "benchmark/benchmark.h"
+#include "model/cpu/random_weights.h"
 #include "model/cuda/cuda_backend.h"
 #include "model/forward.h"
 #include "model/model_weights.h"
@@ -47,22 +48,6 @@ namespace {
 constexpr int kSteps = 128;
 constexpr int kWarmupSteps = 2;
 constexpr int kPageSize = 16;
-
-ModelConfig OneBConfig() {
-  ModelConfig c;
-  c.name = "llama-1b-random";
-  c.vocab_size = 32000;
-  c.hidden_size = 2048;
-  c.intermediate_size = 8192;
-  c.num_layers = 16;
-  c.num_q_heads = 32;
-  c.num_kv_heads = 8;
-  c.head_dim = 64;
-  c.rms_norm_eps = 1e-5f;
-  c.rope_theta = 10000.0f;
-  c.max_position = 2048;
-  return c;
-}
 
 // Fills `t` with uniform values of standard deviation `std` (mean `mean`),
 // on all cores. Values are never all equal (no zeros to time on).
@@ -114,7 +99,7 @@ ModelWeights RandomWeights(const ModelConfig& c) {
 // The backend, built once for every benchmark of the run.
 absl::StatusOr<Backend*> SharedBackend() {
   static absl::StatusOr<std::unique_ptr<Backend>>* backend = [] {
-    const ModelWeights w = RandomWeights(OneBConfig());
+    const ModelWeights w = RandomWeights(Llama1bShapedConfig());
     return new absl::StatusOr<std::unique_ptr<Backend>>(CreateCudaBackend(w));
   }();
   if (!backend->ok()) return backend->status();

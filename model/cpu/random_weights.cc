@@ -51,4 +51,22 @@ ModelWeights MakeRandomWeights(const ModelConfig& c, uint64_t seed) {
   return w;
 }
 
+ModelConfig Llama1bShapedConfig() {
+  ModelConfig c;
+  c.architecture = Architecture::kLlama;
+  c.name = "random-llama-1b";
+  c.vocab_size = 32000;
+  c.hidden_size = 2048;
+  c.intermediate_size = 8192;
+  c.num_layers = 16;
+  c.num_q_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 64;
+  c.rms_norm_eps = 1e-5f;
+  c.rope_theta = 500000.0f;
+  c.max_position = 32768;
+  c.tie_word_embeddings = false;
+  return c;
+}
+
 }  // namespace banyan::model

@@ -17,6 +17,12 @@ namespace banyan::model {
 // REQUIRES: positive sizes in config.
 ModelWeights MakeRandomWeights(const ModelConfig& config, uint64_t seed);
 
+// The "~1B Llama-shaped model" of the issues' end-to-end benchmarks: hidden
+// 2048, 16 layers, 32 query / 8 KV heads of 64, SwiGLU 8192, vocab 32000,
+// untied, RoPE theta 500000, positions up to 32768. One definition, so every
+// benchmark (model_cuda_bench, engine_bench) times the same shape.
+ModelConfig Llama1bShapedConfig();
+
 }  // namespace banyan::model
 
 #endif  // BANYAN_MODEL_CPU_RANDOM_WEIGHTS_H_
