@@ -43,14 +43,14 @@ absl::Status Dispatch(DType kv_dtype, int32_t head_dim, Fn&& fn) {
 }
 
 // Sets the kernel's shared-memory limit; returns how many CTAs fit on an SM.
-template <typename T, int D, int kVariant>
+template <typename T, int D>
 absl::StatusOr<int> ConfigureKernel() {
-  constexpr int kSmem = kernels::kPersistentSmemBytes<T, D, kVariant>;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentAttentionKernel<T, D, kVariant>,
+  constexpr int kSmem = kernels::kPersistentSmemBytes<T, D>;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentAttentionKernel<T, D>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
   BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernels::PersistentAttentionKernel<T, D, kVariant>, kernels::kThreads, kSmem));
+      &blocks, kernels::PersistentAttentionKernel<T, D>, kernels::kThreads, kSmem));
   return std::max(1, blocks);
 }
 
@@ -61,7 +61,8 @@ int64_t Bucket(int64_t n) {
 }
 
 enum Array { kSegPageIndptr, kPages, kFirstSlot, kSegEntryIndptr, kEntryQuery, kEntryLimit, kQueryIndptr,
-             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kPartialBase, kNumChunks, kNumQueries, kNumArrays };
+             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kPartialBase, kNumChunks, kRowSlotIndptr, kNumQueries,
+             kNumArrays };
 
 }  // namespace
 
@@ -71,6 +72,9 @@ absl::StatusOr<std::unique_ptr<TreeAttention>> TreeAttention::Create() {
   std::unique_ptr<TreeAttention> runner(new TreeAttention());
   BANYAN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&runner->num_sms_, cudaDevAttrMultiProcessorCount, device));
   BANYAN_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&runner->staging_free_, cudaEventDisableTiming));
+  int major = 0;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  runner->pdl_supported_ = major >= 9;
   return runner;
 }
 
@@ -95,6 +99,7 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {work_.cta_item_indptr.data(), static_cast<int64_t>(work_.cta_item_indptr.size())},
       {work_.entry_partial_base.data(), static_cast<int64_t>(work_.entry_partial_base.size())},
       {work_.entry_num_chunks.data(), static_cast<int64_t>(work_.entry_num_chunks.size())},
+      {work_.row_slot_indptr.data(), static_cast<int64_t>(work_.row_slot_indptr.size())},
       {&nq, 1},
   };
   // Offsets from bucketed capacities: unchanged while every array fits its bucket.
@@ -128,17 +133,10 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args));
   int ctas_per_sm = 1;
   variant_ = next_variant_;
-  const bool wide = variant_ == KernelVariant::kWide;
   BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
-    if (wide) {
-      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D, 1>()));
-    } else if (variant_ == KernelVariant::kDual) {
-      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D, 2>()));
-    } else {
-      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D, 0>()));
-    }
+    BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D>()));
     return absl::OkStatus();
   }));
   DeviceModel device;
@@ -146,7 +144,7 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   device.ctas_per_sm = ctas_per_sm;
   device.min_chunk = min_chunk_;
   const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
-                        static_cast<int32_t>(DTypeSize(args.kv_dtype)), wide ? kernels::kWideTileRows : kTileRows};
+                        static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows};
   work_ = BuildWorkPlan(*args.plan, shape, device, path);
   grid_ = device.num_ctas();
   BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
@@ -192,6 +190,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.cta_item_indptr = blob + offsets_[kCtaIndptr];
   p.entry_partial_base = blob + offsets_[kPartialBase];
   p.entry_num_chunks = blob + offsets_[kNumChunks];
+  p.row_slot_indptr = blob + offsets_[kRowSlotIndptr];
   p.num_queries = blob + offsets_[kNumQueries];
   p.query_items = blob + offsets_[kQueryItems];
   const bool fused = fused_merge_ && work_.fused_merge;
@@ -211,25 +210,26 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.out = args.out;
   p.out_dtype = static_cast<int32_t>(args.out_dtype);
   p.lse = args.lse;
-  const int merge_grid = num_sms_ * 8;
+  // The merge: one warp per (row, head), grid-stride; the grid depends only on the bucket.
+  const int64_t merge_warps = Bucket(prepared_queries_) * prepared_q_heads_;
+  const int merge_grid = static_cast<int>(std::min<int64_t>(int64_t{num_sms_} * 8, (merge_warps + 3) / 4));
   return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
-    if (variant_ == KernelVariant::kWide) {
-      kernels::PersistentAttentionKernel<T, D, 1>
-          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, 1>, stream>>>(p);
-    } else if (variant_ == KernelVariant::kDual) {
-      kernels::PersistentAttentionKernel<T, D, 2>
-          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, 2>, stream>>>(p);
-    } else {
-      kernels::PersistentAttentionKernel<T, D, 0>
-          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D, 0>, stream>>>(p);
-    }
+    kernels::PersistentAttentionKernel<T, D><<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D>, stream>>>(p);
     BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-    if (!fused) {  // the merge kernel writes every row
-      kernels::MergeKernel<D><<<merge_grid, kernels::kMergeThreads, 0, stream>>>(p);
-      BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-    }
+    if (fused) return absl::OkStatus();  // the persistent kernel merged every row
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(merge_grid);
+    config.blockDim = dim3(kernels::kMergeThreads);
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1] = {};
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = overlap_merge_ && pdl_supported_ ? 1 : 0;
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D>, p));
     return absl::OkStatus();
   });
 }

@@ -10,8 +10,9 @@
 // Prepare validates the arguments, runs the cost model and stream-K planner
 // (work_plan.h) and copies the plan and work list to device buffers sized in
 // power-of-two buckets. Run issues two launches on `stream` (the persistent
-// item kernel, then the merge) and never synchronizes with the host, so it
-// can be captured into a CUDA graph; a captured graph stays valid for later
+// item kernel, then the merge; on compute capability 9.0+ the merge is a
+// programmatic dependent launch whose start overlaps the item kernel) and
+// never synchronizes with the host, so it can be captured into a CUDA graph; a captured graph stays valid for later
 // plans as long as Prepare keeps the same buckets (buckets() reports them) and
 // the tensors stay at the same addresses.
 //
@@ -42,16 +43,9 @@ namespace banyan::attention {
 
 // Tensor-core tile shape of batched items: kNarrow 16 query rows per warp
 // (kTileRows per tile, tree.cuh, 4 KV stages, Q fragments in registers, one
-// CTA per SM), kWide 32 rows per warp (two m16 tiles, kernels::kWideTileRows
-// per tile, tree_wide.cuh), kDual the kNarrow tile with 2 KV stages, the
-// query tile in shared memory and registers capped at 128, so that two CTAs
-// share each SM (twice the warps to hide latency). All pass the same tests;
-// kWide measured 1.3-2.5x slower on the H100 (register spills at 255, and
-// the query tile staged for 256 rows per item); kDual measured 1.0-1.4x
-// slower than kNarrow on 24 of 28 shapes (up to 4% faster on the four
-// largest-suffix ones): 128 registers spill, and two stages expose the load
-// latency. kNarrow is the default (bench/RESULTS.md, attention/PERF_NOTES.md).
-enum class KernelVariant { kNarrow, kWide, kDual };
+// CTA per SM). (Two earlier variants, 32 rows per warp and a two-CTA-per-SM
+// tile, measured slower on the H100 and were removed: attention/PERF_NOTES.md.)
+enum class KernelVariant { kNarrow };
 
 class TreeAttention {
  public:
@@ -84,6 +78,10 @@ class TreeAttention {
   // merge kernel spreads rows over every SM), so false by default. Takes
   // effect at the next Run.
   void set_fused_merge(bool fused) { fused_merge_ = fused; }
+  // true (default): on compute capability 9.0+ the merge kernel is launched
+  // as a programmatic dependent launch (its launch and prologue overlap the
+  // item kernel); false: a plain second launch. Takes effect at the next Run.
+  void set_overlap_merge(bool overlap) { overlap_merge_ = overlap; }
 
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
@@ -97,6 +95,8 @@ class TreeAttention {
   KernelVariant variant_ = KernelVariant::kNarrow;
   int32_t min_chunk_ = kMinChunk;
   bool fused_merge_ = false;
+  bool overlap_merge_ = true;
+  bool pdl_supported_ = false;  // compute capability >= 9.0
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
   WorkPlan work_;
@@ -115,7 +115,7 @@ class TreeAttention {
   gpu::PinnedBuffer staging_;
   gpu::DeviceBuffer partials_;
   cudaEvent_t staging_free_ = nullptr;
-  static constexpr int kNumUploadArrays = 14;  // the arrays Upload copies (tree_attention.cu)
+  static constexpr int kNumUploadArrays = 15;  // the arrays Upload copies (tree_attention.cu)
   int64_t offsets_[kNumUploadArrays + 1] = {};
 };
 

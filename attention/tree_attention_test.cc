@@ -70,14 +70,16 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     std::vector<float> want(n), want_lse(nl);
     BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
     BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * DTypeSize(c.out_dtype), nl));
-    for (KernelVariant variant : {KernelVariant::kWide, KernelVariant::kNarrow, KernelVariant::kDual}) {
+    // Three merge paths: the merge kernel as a programmatic dependent launch
+    // (default), merged inside the persistent kernel (fused), a plain second launch.
+    for (const char* merge : {"overlap", "fused", "plain"}) {
       BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, d.out.data(), c.out_dtype, d.lse.As<float>());
       args.kv_pool = d.kv.data();
       args.q = d.q.data();
-      runner->set_variant(variant);
-      runner->set_fused_merge(variant == KernelVariant::kWide);  // both merge paths tested
+      runner->set_fused_merge(merge[0] == 'f');
+      runner->set_overlap_merge(merge[0] == 'o');
       BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
       BANYAN_ASSERT_OK(stream.Synchronize());
       std::vector<uint8_t> got(n * DTypeSize(c.out_dtype));
@@ -88,8 +90,7 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
       const double err = RelativeError(ToDoubles(got.data(), c.out_dtype, n), ToDoubles(want.data(), DType::kF32, n));
       const double lse_err =
           RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
-      std::printf("[ case ] %s rows %d entries %d items %zu rel_err %.3g lse_rel_err %.3g\n",
-                  variant == KernelVariant::kWide ? "wide" : variant == KernelVariant::kDual ? "dual" : "narrow",
+      std::printf("[ case ] merge %s rows %d entries %d items %zu rel_err %.3g lse_rel_err %.3g\n", merge,
                   tree.plan.num_queries, tree.plan.num_entries(),
                   runner->work_plan().items.size(), err, lse_err);
       EXPECT_LT(err, wide ? 1e-4 : 1e-2) << "rows " << tree.plan.num_queries;

@@ -97,7 +97,8 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   };
   std::vector<Pending> pending;
   for (int32_t s = 0; s < segments; ++s) {
-    const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
+    const int32_t entry_begin = plan.segment_entry_indptr[s];
+    const int32_t entries = plan.segment_entry_indptr[s + 1] - entry_begin;
     const int32_t length = plan.segment_length[s];
     const std::vector<RowBlock> blocks = RowBlocks(mode[s], entries, group, shape.tile_rows);
     const double block_cost = per_token_cost[s] * length / (blocks.size() * shape.num_kv_heads);
@@ -106,22 +107,43 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     const int32_t len = std::max(min_chunk, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
     chunk_len[s] = len;
     chunks[s] = CeilDiv(length, len);
-    for (int32_t e = plan.segment_entry_indptr[s]; e < plan.segment_entry_indptr[s + 1]; ++e) {
-      out.entry_partial_base[e] = out.num_partials;
+    for (int32_t e = entry_begin; e < entry_begin + entries; ++e) {
       out.entry_num_chunks[e] = chunks[s];
       out.entry_segment[e] = s;
-      out.num_partials += chunks[s];
+    }
+    // Per row block: the largest kv limit of its rows (no row sees past it).
+    std::vector<int32_t> block_limit(blocks.size(), 0);
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      const int32_t e_last = entry_begin + (blocks[b].row_begin + blocks[b].row_count - 1) / group;
+      for (int32_t e = entry_begin + blocks[b].row_begin / group; e <= e_last; ++e) {
+        block_limit[b] = std::max(block_limit[b], plan.entry_kv_limit[e]);
+      }
     }
     for (int32_t c = 0; c < chunks[s]; ++c) {
       const int32_t begin = c * len;
       const int32_t end = std::min(length, begin + len);
       for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
-        for (const RowBlock& b : blocks) {
-          WorkItem item{s, b.row_begin, b.row_count, h, begin, end, c, static_cast<int32_t>(KindOf(mode[s]))};
-          pending.push_back({ItemCostUs(KindOf(mode[s]), b.row_count, end - begin, shape, device), item});
+        for (size_t b = 0; b < blocks.size(); ++b) {
+          const int32_t seen_end = std::max(begin, std::min(end, block_limit[b]));
+          WorkItem item{s,     blocks[b].row_begin, blocks[b].row_count,
+                        h,     begin,               seen_end,
+                        c,     static_cast<int32_t>(KindOf(mode[s])),
+                        plan.segment_page_indptr[s], plan.segment_first_slot[s],
+                        entry_begin, 0};
+          pending.push_back({ItemCostUs(KindOf(mode[s]), blocks[b].row_count, seen_end - begin, shape, device), item});
         }
       }
     }
+  }
+  // Partial slots row by row (the merge reads one contiguous range per row).
+  out.row_slot_indptr.assign(static_cast<size_t>(plan.num_queries) + 1, 0);
+  for (int32_t q = 0; q < plan.num_queries; ++q) {
+    for (int32_t i = plan.query_entry_indptr[q]; i < plan.query_entry_indptr[q + 1]; ++i) {
+      const int32_t e = plan.query_entries[i];
+      out.entry_partial_base[e] = out.num_partials;
+      out.num_partials += out.entry_num_chunks[e];
+    }
+    out.row_slot_indptr[q + 1] = out.num_partials;
   }
   // 3. Longest processing time first onto the least loaded CTA. Ties keep the
   //    emission order, so equal tiles of one KV chunk run side by side (L2 reuse).
@@ -146,7 +168,7 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   // 4. Completion counts for the fused merge: one per (item, entry touched).
   out.query_items.assign(plan.num_queries, 0);
   for (const WorkItem& it : out.items) {
-    const int32_t e0 = plan.segment_entry_indptr[it.segment];
+    const int32_t e0 = it.entry_begin;
     for (int32_t e = e0 + it.row_begin / group; e <= e0 + (it.row_begin + it.row_count - 1) / group; ++e) {
       ++out.query_items[plan.entry_query[e]];
     }

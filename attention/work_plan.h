@@ -53,18 +53,24 @@ enum class ItemKind : int32_t { kBatched = 0, kFlattened = 1 };
 // FlashDecoding-style SIMT baseline.
 enum class PathChoice { kAuto, kBatched, kPerSequence, kFlattened };
 
-// Plain-old-data, copied to the device as is.
+// Plain-old-data, copied to the device as is. The last three fields repeat
+// the segment's plan arrays so that a kernel needs no dependent load of
+// segment metadata before its first KV and q loads.
 struct WorkItem {
   int32_t segment;
   int32_t row_begin;  // first packed row (entry_in_segment * group + head_in_group)
   int32_t row_count;  // rows of this item (<= kTileRows or kFlatRows)
   int32_t kv_head;
-  int32_t kv_begin;   // tokens [kv_begin, kv_end) of the segment
-  int32_t kv_end;
+  int32_t kv_begin;   // tokens [kv_begin, kv_end) of the segment; kv_end is
+  int32_t kv_end;     // clamped to the largest kv limit of the item's rows (>= kv_begin)
   int32_t chunk;      // chunk index: partial slot = entry_partial_base[e] + chunk
   int32_t kind;       // ItemKind
+  int32_t page_begin;   // plan.segment_page_indptr[segment]
+  int32_t first_slot;   // plan.segment_first_slot[segment]
+  int32_t entry_begin;  // plan.segment_entry_indptr[segment]
+  int32_t reserved;     // 0 (keeps the struct 16-byte sized)
 };
-static_assert(sizeof(WorkItem) == 32);
+static_assert(sizeof(WorkItem) == 48);
 
 // What the cost model knows about the device. Defaults: H100 SXM as measured
 // here (bench/RESULTS.md), mma.sync at about half of the dense bf16 rate.
@@ -91,9 +97,13 @@ struct WorkShape {
 struct WorkPlan {
   std::vector<WorkItem> items;          // grouped by CTA
   std::vector<int32_t> cta_item_indptr;  // num_ctas + 1
+  // Partial slots: entry e owns slots entry_partial_base[e] + [0, entry_num_chunks[e]).
+  // The slots of one query row are contiguous, row after row: row q's are
+  // row_slot_indptr[q] .. row_slot_indptr[q + 1] (what the merge reads).
   std::vector<int32_t> entry_partial_base;  // per entry
   std::vector<int32_t> entry_num_chunks;    // per entry
   std::vector<int32_t> entry_segment;       // per entry
+  std::vector<int32_t> row_slot_indptr;     // num_queries + 1
   // Per query row: how many items touch it (the fused merge's completion
   // count). fused_merge: every row is touched by at least one item, so the
   // persistent kernel can merge every row itself (else a merge launch runs).

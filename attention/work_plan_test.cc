@@ -1,5 +1,6 @@
 #include "attention/work_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -93,7 +94,7 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
     if (c.choice == PathChoice::kPerSequence) {
       ASSERT_LE(it.row_begin % (c.q_heads / c.kv_heads) + it.row_count, c.q_heads / c.kv_heads);
     }
-    ASSERT_LT(it.kv_begin, it.kv_end);
+    ASSERT_LE(it.kv_begin, it.kv_end);
     if (c.choice == PathChoice::kFlattened) {
       ASSERT_EQ(it.kind, 1);
     }
@@ -101,11 +102,37 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
       ASSERT_EQ(it.kind, 0);
     }
   }
+  // Each row's partial slots are one contiguous range (what the merge reads),
+  // rows in order; the items repeat their segment's plan arrays; kv_end never
+  // passes the largest limit of the item's rows.
+  ASSERT_EQ(wp.row_slot_indptr.size(), static_cast<size_t>(tree.plan.num_queries) + 1);
+  EXPECT_EQ(wp.row_slot_indptr[0], 0);
+  EXPECT_EQ(wp.row_slot_indptr.back(), wp.num_partials);
+  for (int32_t q = 0; q < tree.plan.num_queries; ++q) {
+    int32_t next = wp.row_slot_indptr[q];
+    for (int32_t i = tree.plan.query_entry_indptr[q]; i < tree.plan.query_entry_indptr[q + 1]; ++i) {
+      const int32_t e = tree.plan.query_entries[i];
+      EXPECT_EQ(wp.entry_partial_base[e], next) << "query " << q;
+      next += wp.entry_num_chunks[e];
+    }
+    EXPECT_EQ(next, wp.row_slot_indptr[q + 1]) << "query " << q;
+  }
+  const int32_t group = c.q_heads / c.kv_heads;
+  for (const WorkItem& it : wp.items) {
+    EXPECT_EQ(it.page_begin, tree.plan.segment_page_indptr[it.segment]);
+    EXPECT_EQ(it.first_slot, tree.plan.segment_first_slot[it.segment]);
+    EXPECT_EQ(it.entry_begin, tree.plan.segment_entry_indptr[it.segment]);
+    int32_t limit = 0;
+    for (int32_t r = it.row_begin; r < it.row_begin + it.row_count; ++r) {
+      limit = std::max(limit, tree.plan.entry_kv_limit[it.entry_begin + r / group]);
+    }
+    EXPECT_LE(it.kv_end, std::max(it.kv_begin, limit));
+    EXPECT_LE(it.kv_end - it.kv_begin, tree.plan.segment_length[it.segment]);
+  }
   // Fused-merge counts: every (chunk, KV head) of every entry of a row is at
   // least one item touching the row; the counts add up to the items' entries.
   ASSERT_EQ(wp.query_items.size(), static_cast<size_t>(tree.plan.num_queries));
   int64_t touched = 0, counted = 0;
-  const int32_t group = c.q_heads / c.kv_heads;
   for (const WorkItem& it : wp.items) touched += (it.row_begin + it.row_count - 1) / group - it.row_begin / group + 1;
   for (int32_t q = 0; q < tree.plan.num_queries; ++q) {
     int64_t least = 0;

@@ -1,19 +1,15 @@
 // Tree attention vs the per-sequence baselines on the shapes (bf16,
 // head_dim 128, page size 16), side by side in one run:
-//   narrow   TreeAttention, PathChoice::kAuto (cost model; shared KV tiles),
-//            KernelVariant::kNarrow (16 rows per warp, one CTA per SM);
-//   dual     the same with KernelVariant::kDual (two CTAs per SM);
-//   n256     narrow with split-K chunks of at least 256 tokens (kMinChunk;
-//            narrow and dual force 64); d256 dual with 256-token chunks.
-//            KernelVariant::kWide (32 rows per warp, 1.3-2.5x slower than
-//            narrow) is no longer in the sweep
+//   tree     TreeAttention's defaults: PathChoice::kAuto (cost model; shared
+//            KV tiles), default kernel variant, split-K chunks of at least
+//            kMinChunk tokens, the merge as a programmatic dependent launch;
+//   c64/c128 the same with chunks of at least 64 / 128 tokens;
+//   plain    the defaults with the merge as a plain second launch;
 //   perseq   PathChoice::kPerSequence: each row reads its whole path itself,
 //            tensor-core tiles per sequence (FlashInfer-style GQA decode)
 //   flat     PathChoice::kFlattened: FlashDecoding-style split-K on CUDA cores
-// perseq and flat run the default variant (TreeAttention's).
-// Time: cudaEvents around Run (persistent kernel + fused merge, or + merge
-// kernel), L2 flushed (a
-// 256 MiB memset) before every timed run, median of the iterations. Floor =
+// Time: cudaEvents around Run (persistent kernel + merge kernel), L2 flushed
+// (a 256 MiB memset) before every timed run, median of the iterations. Floor =
 // max(unique bytes / 2.99 TB/s, FLOPs / 685 TFLOP/s), the ceilings measured
 // on the H100 (bench/RESULTS.md "Device ceilings").
 //
@@ -48,7 +44,15 @@ struct Shape {
 };
 
 struct Row {
-  double narrow = 0, dual = 0, n256 = 0, d256 = 0, perseq = 0, flat = 0, floor = 0;
+  double tree = 0, c64 = 0, c128 = 0, plain = 0, perseq = 0, flat = 0, floor = 0;
+};
+// One column of the table: a path and the runner's settings.
+struct Variant {
+  PathChoice path;
+  int32_t min_chunk;  // 0: TreeAttention's default
+  bool overlap_merge;
+  double Row::*cell;
+  const char* tag;
 };
 std::map<std::string, Row>& Results() {
   static auto* results = new std::map<std::string, Row>();
@@ -59,8 +63,7 @@ std::vector<std::string>& Order() {
   return *order;
 }
 
-void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, const KernelVariant* variant,
-              int32_t min_chunk) {
+void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (!gpu::HasGpu()) {
     state.SkipWithError("no GPU");
     return;
@@ -105,9 +108,9 @@ void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, cons
   args.out_dtype = DType::kBf16;
   auto runner = TreeAttention::Create();
   BENCH_OK(runner.status());
-  if (variant != nullptr) (*runner)->set_variant(*variant);
-  if (min_chunk > 0) (*runner)->set_min_chunk(min_chunk);
-  BENCH_OK((*runner)->Prepare(args, path, stream->get()));
+  if (v.min_chunk > 0) (*runner)->set_min_chunk(v.min_chunk);
+  (*runner)->set_overlap_merge(v.overlap_merge);
+  BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
   auto stop = gpu::Event::Create();
@@ -145,12 +148,7 @@ void RunShape(benchmark::State& state, const Shape& shape, PathChoice path, cons
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
   Row& row = Results()[shape.name];
   row.floor = floor_us;
-  double* cell = path == PathChoice::kPerSequence ? &row.perseq : &row.flat;
-  if (path == PathChoice::kAuto) {
-    const bool dual = *variant == KernelVariant::kDual;
-    cell = min_chunk >= 256 ? (dual ? &row.d256 : &row.n256) : (dual ? &row.dual : &row.narrow);
-  }
-  *cell = median;
+  row.*v.cell = median;
 }
 
 std::vector<Shape> Shapes() {
@@ -173,18 +171,14 @@ std::vector<Shape> Shapes() {
 }
 
 void PrintTable() {
-  // best = the fastest of the four tree columns (the ratios are against it).
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "narrow", "dual", "n256",
-              "d256", "perseq", "flat", "floor", "x_floor", "ps/best", "fl/best");
+  // Ratios against the default (tree) column.
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree", "c64", "c128",
+              "plain", "perseq", "flat", "floor", "x_floor", "ps/tree", "fl/tree");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
-    double best = 0;
-    for (double t : {r.narrow, r.dual, r.n256, r.d256}) {
-      if (t > 0 && (best <= 0 || t < best)) best = t;
-    }
-    if (best <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n", name.c_str(), r.narrow,
-                r.dual, r.n256, r.d256, r.perseq, r.flat, r.floor, best / r.floor, r.perseq / best, r.flat / best);
+    if (r.tree <= 0) continue;
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n", name.c_str(), r.tree, r.c64,
+                r.c128, r.plain, r.perseq, r.flat, r.floor, r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
   }
 }
 
@@ -195,23 +189,14 @@ int main(int argc, char** argv) {
   using namespace banyan::attention;
   for (const Shape& shape : Shapes()) {
     Order().push_back(shape.name);
-    struct Variant {
-      PathChoice path;
-      const KernelVariant* kernel;  // nullptr: TreeAttention's default
-      int32_t min_chunk;            // 0: TreeAttention's default
-      const char* tag;
-    };
-    static constexpr KernelVariant kNarrow = KernelVariant::kNarrow, kDual = KernelVariant::kDual;
-    for (const Variant& v : {Variant{PathChoice::kAuto, &kNarrow, 64, "narrow"},
-                             Variant{PathChoice::kAuto, &kDual, 64, "dual"},
-                             Variant{PathChoice::kAuto, &kNarrow, 256, "n256"},
-                             Variant{PathChoice::kAuto, &kDual, 256, "d256"},
-                             Variant{PathChoice::kPerSequence, nullptr, 0, "perseq"},
-                             Variant{PathChoice::kFlattened, nullptr, 0, "flat"}}) {
+    for (const Variant& v : {Variant{PathChoice::kAuto, 0, true, &Row::tree, "tree"},
+                             Variant{PathChoice::kAuto, 64, true, &Row::c64, "c64"},
+                             Variant{PathChoice::kAuto, 128, true, &Row::c128, "c128"},
+                             Variant{PathChoice::kAuto, 0, false, &Row::plain, "plain"},
+                             Variant{PathChoice::kPerSequence, 0, true, &Row::perseq, "perseq"},
+                             Variant{PathChoice::kFlattened, 0, true, &Row::flat, "flat"}}) {
       benchmark::RegisterBenchmark(absl::StrCat("attn/", v.tag, "/", shape.name).c_str(),
-                                   [shape, v](benchmark::State& st) {
-                                     RunShape(st, shape, v.path, v.kernel, v.min_chunk);
-                                   })
+                                   [shape, v](benchmark::State& st) { RunShape(st, shape, v); })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond)
           ->Iterations(20);

@@ -39,13 +39,12 @@ __device__ __forceinline__ void RunFlattenedItem(const TreeParams& p, const Work
   float* sQ = reinterpret_cast<float*>(smem + kFlatKvBytes<T, D>);
   float* sP = sQ + kFlatRows * D + warp * kTile;
 
-  const int32_t seg = it.segment;
-  const int32_t entry = p.segment_entry_indptr[seg] + it.row_begin / p.group;
+  const int32_t entry = it.entry_begin + it.row_begin / p.group;
   const int32_t head0 = it.kv_head * p.group + it.row_begin % p.group;
   const int32_t qrow = p.entry_query[entry];
   const int32_t limit = min(p.entry_kv_limit[entry], it.kv_end);
-  const int32_t* pages = p.page_indices + p.segment_page_indptr[seg];
-  const int32_t first_slot = p.segment_first_slot[seg];
+  const int32_t* pages = p.page_indices + it.page_begin;
+  const int32_t first_slot = it.first_slot;
 
   for (int i = threadIdx.x; i < it.row_count * D; i += kThreads) {
     sQ[i] = LoadAny(p.q, p.q_dtype, (int64_t{qrow} * p.num_q_heads + head0) * D + i) * p.scale_log2;

@@ -1,10 +1,21 @@
 // The merge of partial states along each query row's entries (hydragen eq. 5,
 // lean-attention 4.1), with the math in state.cuh. One warp per (row, query
-// head); lane i owns output dims [i * D/32, (i + 1) * D/32). Reads the slots
-// entry_partial_base[e] .. + entry_num_chunks[e] of every entry e of the row
-// (partial_lse in log2), writes out in out_dtype and, when requested, the
-// row's natural-log lse. Grid-stride over rows: the grid is fixed per bucket,
-// the row count is read from device memory (CUDA-graph friendly).
+// head); lane i owns output dims [i * D/32, (i + 1) * D/32). A row's partial
+// slots are one contiguous range, row_slot_indptr[row] .. [row + 1]
+// (work_plan.h; partial_lse in log2): lane j reads the lse of slots j, j + 32,
+// ...; the warp then walks the slots with every o load independent (no chain
+// of dependent loads per entry). Writes out in out_dtype and, when asked, the
+// row's natural-log lse. Grid-stride over (row, head): the grid is fixed per
+// bucket, the row count is read from device memory (CUDA-graph friendly).
+//
+// Programmatic dependent launch (Hopper, sm_90+): TreeAttention launches the
+// merge with cudaLaunchAttributeProgrammaticStreamSerialization, and the
+// persistent kernel lets it start at once (TriggerDependents). The merge's
+// prologue (row count, the first row's slot range: plan arrays, written before
+// either launch) overlaps the item kernel; GridDependencyWait then blocks until
+// the item kernel has finished and its partials are visible. Without the
+// attribute (or before sm_90) both calls are no-ops and the launches simply
+// run one after the other.
 #ifndef BANYAN_ATTENTION_KERNELS_MERGE_CUH_
 #define BANYAN_ATTENTION_KERNELS_MERGE_CUH_
 
@@ -16,41 +27,73 @@ namespace banyan::attention::kernels {
 
 inline constexpr int kMergeThreads = 128;
 
-// Merges every partial of query row `row`, head `head` into out (and lse):
-// called by one whole warp. Partials are read through L2 (__ldcg): in the
-// fused merge they were written by other CTAs of the same launch.
+// Lets the dependent launch (the merge) start; every thread of the calling CTA.
+__device__ __forceinline__ void TriggerDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// Waits until the grid this launch depends on has completed and its memory is visible.
+__device__ __forceinline__ void GridDependencyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Merges the partial slots [begin, end) of query row `row`, head `head` into
+// out (and lse): called by one whole warp. Partials are read through L2
+// (__ldcg): they were written by another grid (or other CTAs of this one).
 template <int D>
-__device__ __forceinline__ void MergeRowHead(const TreeParams& p, int32_t row, int32_t head, int lane) {
+__device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin,
+                                           int32_t end, int lane) {
   constexpr int kPerLane = D / 32;
   const int64_t idx = int64_t{row} * p.num_q_heads + head;
-  const int32_t begin = p.query_entry_indptr[row], end = p.query_entry_indptr[row + 1];
-  float max_lse = -CUDART_INF_F;
-  for (int32_t i = begin; i < end; ++i) {
-    const int32_t e = p.query_entries[i];
-    const int64_t base = p.entry_partial_base[e];
-    for (int32_t c = lane; c < p.entry_num_chunks[e]; c += 32) {
-      max_lse = fmaxf(max_lse, __ldcg(p.partial_lse + (base + c) * p.num_q_heads + head));
-    }
+  const int32_t n = end - begin;
+  // Pass 1: the lse of every slot (lane j: slots j, j + 32, ...), their max.
+  const float lse0 = lane < n ? __ldcg(p.partial_lse + int64_t{begin + lane} * p.num_q_heads + head) : -CUDART_INF_F;
+  float max_lse = lse0;
+  for (int32_t c = lane + 32; c < n; c += 32) {
+    max_lse = fmaxf(max_lse, __ldcg(p.partial_lse + int64_t{begin + c} * p.num_q_heads + head));
   }
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, off));
+  // Pass 2: weights per lane, then every slot's o (the warp's dims) weighted.
   float acc[kPerLane];
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) acc[j] = 0.0f;
   float sum = 0.0f;
-  for (int32_t i = begin; i < end; ++i) {
-    const int32_t e = p.query_entries[i];
-    const int64_t base = p.entry_partial_base[e];
-#pragma unroll 4
-    for (int32_t c = 0; c < p.entry_num_chunks[e]; ++c) {
-      const int64_t slot = (base + c) * p.num_q_heads + head;
-      const float w = MergeWeight(__ldcg(p.partial_lse + slot), max_lse);
-      sum += w;
-      const float* src = p.partial_o + slot * D + lane * kPerLane;
+  for (int32_t c0 = 0; c0 < n; c0 += 32) {
+    const int32_t c = c0 + lane;
+    float lse = lse0;
+    if (c0 > 0) lse = c < n ? __ldcg(p.partial_lse + int64_t{begin + c} * p.num_q_heads + head) : -CUDART_INF_F;
+    const float w = c < n ? MergeWeight(lse, max_lse) : 0.0f;
+    sum += w;
+    const int32_t count = min(32, n - c0);
+    const float* src = p.partial_o + (int64_t{begin + c0} * p.num_q_heads + head) * D + lane * kPerLane;
+    const int64_t stride = int64_t{p.num_q_heads} * D;
+    for (int32_t k0 = 0; k0 < count; k0 += 8) {  // 8 independent loads in flight
 #pragma unroll
-      for (int j = 0; j < kPerLane; ++j) acc[j] += w * __ldcg(src + j);
+      for (int32_t j = 0; j < 8; ++j) {
+        const int32_t k = k0 + j;
+        const float wk = __shfl_sync(0xffffffffu, w, k & 31);
+        if (k < count) {
+          if constexpr (kPerLane == 4) {
+            const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * stride));
+            acc[0] += wk * v.x;
+            acc[1] += wk * v.y;
+            acc[2] += wk * v.z;
+            acc[3] += wk * v.w;
+          } else {
+            const float2 v = __ldcg(reinterpret_cast<const float2*>(src + k * stride));
+            acc[0] += wk * v.x;
+            acc[1] += wk * v.y;
+          }
+        }
+      }
     }
   }
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) StoreAny(p.out, p.out_dtype, idx * D + lane * kPerLane + j, acc[j] * inv);
@@ -58,12 +101,32 @@ __device__ __forceinline__ void MergeRowHead(const TreeParams& p, int32_t row, i
 }
 
 template <int D>
+__device__ __forceinline__ void MergeRowHead(const TreeParams& p, int32_t row, int32_t head, int lane) {
+  MergeSlots<D>(p, row, head, p.row_slot_indptr[row], p.row_slot_indptr[row + 1], lane);
+}
+
+template <int D>
 __global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p) {
+  static_assert(D == 64 || D == 128, "the merge's vector loads cover D / 32 = 2 or 4 floats per lane");
   const int lane = threadIdx.x % 32;
-  const int64_t total = int64_t{*p.num_queries} * p.num_q_heads;
   const int64_t warps = int64_t{gridDim.x} * (kMergeThreads / 32);
-  for (int64_t idx = int64_t{blockIdx.x} * (kMergeThreads / 32) + threadIdx.x / 32; idx < total; idx += warps) {
-    MergeRowHead<D>(p, static_cast<int32_t>(idx / p.num_q_heads), static_cast<int32_t>(idx % p.num_q_heads), lane);
+  int64_t idx = int64_t{blockIdx.x} * (kMergeThreads / 32) + threadIdx.x / 32;
+  // Prologue (overlaps the item kernel under PDL): plan data only.
+  const int64_t total = int64_t{*p.num_queries} * p.num_q_heads;
+  int32_t row = static_cast<int32_t>(idx / p.num_q_heads);
+  int32_t begin = 0, end = 0;
+  if (idx < total) {
+    begin = p.row_slot_indptr[row];
+    end = p.row_slot_indptr[row + 1];
+  }
+  GridDependencyWait();
+  while (idx < total) {
+    MergeSlots<D>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane);
+    idx += warps;
+    if (idx >= total) break;
+    row = static_cast<int32_t>(idx / p.num_q_heads);
+    begin = p.row_slot_indptr[row];
+    end = p.row_slot_indptr[row + 1];
   }
 }
 

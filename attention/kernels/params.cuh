@@ -27,6 +27,7 @@ struct TreeParams {
   const int32_t* cta_item_indptr;       // [gridDim.x + 1]
   const int32_t* entry_partial_base;    // [num_entries]
   const int32_t* entry_num_chunks;      // [num_entries]
+  const int32_t* row_slot_indptr;       // [num_queries + 1] each row's partial slots (contiguous)
   const int32_t* num_queries;           // [1] (device scalar: the grid never depends on it)
   // The fused merge (merge.cuh CompleteItem); query_done == nullptr: a
   // separate MergeKernel launch merges instead.

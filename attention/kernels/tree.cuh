@@ -21,14 +21,11 @@ namespace banyan::attention::kernels {
 
 inline constexpr int kThreads = 32 * kWarps;
 
-// Pipeline depth: KV tiles in flight (cp.async groups) while one is computed
-// (kStages for the one-CTA-per-SM variants; the two-CTA variant uses 2).
+// Pipeline depth: KV tiles in flight (cp.async groups) while one is computed.
 inline constexpr int kStages = 4;
-// Shared memory of a batched item: kStagesN stages of K and V tiles, plus the
-// query tile when kQInSmem.
-template <typename T, int D, int kStagesN = kStages, bool kQInSmem = false>
-inline constexpr int kBatchedSmemBytes =
-    (kStagesN * 2 * kKvTile + (kQInSmem ? kTileRows : 0)) * kSmemStride<T, D> * static_cast<int>(sizeof(T));
+// Shared memory of a batched item: kStages stages of K and V tiles.
+template <typename T, int D>
+inline constexpr int kBatchedSmemBytes = kStages * 2 * kKvTile * kSmemStride<T, D> * static_cast<int>(sizeof(T));
 
 // Two consecutive q elements (base even) as one packed register of T: a
 // direct 32-bit load when q has the KV's dtype, else a converting load.
@@ -39,25 +36,26 @@ __device__ __forceinline__ uint32_t LoadQPair(const TreeParams& p, int64_t base)
   return PackPair<T>(LoadAny(p.q, p.q_dtype, base), LoadAny(p.q, p.q_dtype, base + 1));
 }
 
-// kStagesN: cp.async pipeline depth. kQInSmem: the query tile is staged in
-// shared memory and read with ldmatrix per k-step (32 registers fewer, for
-// the two-CTA-per-SM variant) instead of held as fragments.
-template <typename T, int D, int kStagesN = kStages, bool kQInSmem = false>
+// The item's segment metadata comes from the item itself (page_begin,
+// first_slot, entry_begin) and it.kv_end is already clamped to the largest kv
+// limit of its rows (work_plan.h), so the first KV copies wait only on the
+// page ids. s_max_limit is unused (kept for callers of the older signature).
+template <typename T, int D>
 __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkItem& it, char* smem,
-                                               int* s_max_limit) {
+                                               int* s_max_limit = nullptr) {
+  (void)s_max_limit;
+  constexpr int kStagesN = kStages;
   constexpr int kStride = kSmemStride<T, D>;
   constexpr int kTileElems = kKvTile * kStride;
   constexpr int kKSteps = D / 16;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, tq = lane % 4;
-  const int32_t seg = it.segment;
-  const int32_t seg_entry0 = p.segment_entry_indptr[seg];
-  const int32_t* pages = p.page_indices + p.segment_page_indptr[seg];
-  const int32_t first_slot = p.segment_first_slot[seg];
+  const int32_t seg_entry0 = it.entry_begin;
+  const int32_t* pages = p.page_indices + it.page_begin;
+  const int32_t first_slot = it.first_slot;
 
   // This thread's two rows (r = 0: packed row 16w + g, r = 1: 16w + g + 8).
   int32_t entry[2], head[2], qrow[2], limit[2];
   bool valid[2];
-  int local_max = 0;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int local = warp * 16 + gq + r * 8;
@@ -67,21 +65,13 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
     head[r] = it.kv_head * p.group + packed % p.group;
     qrow[r] = p.entry_query[entry[r]];
     limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
-    local_max = max(local_max, limit[r]);
   }
-  if (threadIdx.x == 0) *s_max_limit = 0;
-  __syncthreads();
-  atomicMax(s_max_limit, local_max);
-  __syncthreads();
-  const int32_t kv_end = *s_max_limit;  // no row of the tile sees past this
+  const int32_t kv_end = it.kv_end;  // no row of the tile sees past this
   const bool warp_active = warp * 16 < it.row_count;
 
   T* tiles = reinterpret_cast<T*>(smem);
-  // Q fragments (scale applied to S later, in fp32): registers, or the tile in
-  // shared memory behind the KV stages (rows 16w..16w+15 written by warp w).
-  constexpr int kQRegSteps = kQInSmem ? 1 : kKSteps;
-  uint32_t qf[kQRegSteps][4];
-  T* sQ = tiles + kStagesN * 2 * kTileElems;
+  // Q fragments in registers (scale applied to S later, in fp32).
+  uint32_t qf[kKSteps][4];
 #pragma unroll
   for (int ks = 0; ks < kKSteps; ++ks) {
 #pragma unroll
@@ -89,16 +79,10 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int64_t base = (int64_t{qrow[r]} * p.num_q_heads + head[r]) * D + ks * 16 + half * 8 + tq * 2;
-        const uint32_t v = valid[r] ? LoadQPair<T>(p, base) : 0u;
-        if constexpr (kQInSmem) {
-          *reinterpret_cast<uint32_t*>(sQ + (warp * 16 + gq + r * 8) * kStride + ks * 16 + half * 8 + tq * 2) = v;
-        } else {
-          qf[ks][half * 2 + r] = v;
-        }
+        qf[ks][half * 2 + r] = valid[r] ? LoadQPair<T>(p, base) : 0u;
       }
     }
   }
-  if constexpr (kQInSmem) __syncwarp();
 
   float o[D / 8][4];
 #pragma unroll
@@ -137,12 +121,8 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
         uint32_t qa[4];
-        if constexpr (kQInSmem) {
-          LdMatrixX4(qa, sQ + (warp * 16 + lane % 16) * kStride + ks * 16 + (lane / 16) * 8);
-        } else {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) qa[j] = qf[ks][j];
-        }
+        for (int j = 0; j < 4; ++j) qa[j] = qf[ks][j];
 #pragma unroll
         for (int np = 0; np < 4; ++np) {
           uint32_t b[4];
