@@ -222,17 +222,18 @@ absl::Status EngineImpl::Init() {
   scratch_branch_ = ext.branch;
   scratch_slots_ = std::move(ext.write_slots);
 
-  const int threads = options_.threads > 0 ? options_.threads
-                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  sample_pool_ = std::make_unique<model::ops::ThreadPool>(std::min(threads, 16));
+  threads_ = options_.threads > 0 ? options_.threads
+                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  sample_pool_ = std::make_unique<model::ops::ThreadPool>(std::min(threads_, 16));
   scheduler_ = std::thread([this] { SchedulerLoop(); });
   return absl::OkStatus();
 }
 
 EngineImpl::~EngineImpl() {
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     stopping_ = true;
+    work_cv_.notify_all();
   }
   if (scheduler_.joinable()) scheduler_.join();
   // Callers woken with kCancelled may still be on their way out of RunRequest.

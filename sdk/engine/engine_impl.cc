@@ -89,7 +89,7 @@ absl::StatusOr<EngineImpl::BranchRecord*> EngineImpl::FindRecord(BranchId id) {
 void EngineImpl::RunRequest(Request* request) {
   calls_in_flight_.fetch_add(1);
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     const absl::Status usable = CheckUsable();
     if (!usable.ok()) {
       for (auto& task : request->tasks) {
@@ -105,7 +105,8 @@ void EngineImpl::RunRequest(Request* request) {
       }
       request->remaining = static_cast<int32_t>(request->tasks.size());
       incoming_.push_back(request);
-      mu_.Await(absl::Condition(&request->finished));
+      work_cv_.notify_one();
+      mu_.Wait(done_cv_, [request] { return request->finished; });
     }
   }
   calls_in_flight_.fetch_sub(1);
@@ -128,7 +129,7 @@ std::vector<absl::StatusOr<BranchId>> EngineImpl::NewBranches(
   Request request;
   std::vector<size_t> task_of(prompts.size(), SIZE_MAX);
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     const absl::Status usable = CheckUsable();
     for (size_t i = 0; i < prompts.size(); ++i) {
       if (!usable.ok()) {
@@ -184,7 +185,7 @@ absl::Status EngineImpl::Append(BranchId branch, const Prompt& more) {
   BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, PromptTokens(more));
   Request request;
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     BANYAN_RETURN_IF_ERROR(CheckUsable());
     BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
     if (record->busy) {
@@ -207,7 +208,7 @@ absl::Status EngineImpl::Append(BranchId branch, const Prompt& more) {
 }
 
 absl::StatusOr<std::vector<BranchId>> EngineImpl::Fork(BranchId branch, int32_t n) {
-  absl::MutexLock lock(&mu_);
+  EngineLock lock(&mu_);
   BANYAN_RETURN_IF_ERROR(CheckUsable());
   BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
   if (n < 1) return absl::InvalidArgumentError(absl::StrCat("fork count ", n, " must be >= 1"));
@@ -235,7 +236,7 @@ absl::StatusOr<std::vector<BranchId>> EngineImpl::Fork(BranchId branch, int32_t 
 }
 
 absl::Status EngineImpl::Release(BranchId branch) {
-  absl::MutexLock lock(&mu_);
+  EngineLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
   if (record->busy) {
     return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
@@ -248,7 +249,7 @@ absl::Status EngineImpl::Release(BranchId branch) {
 
 absl::Status EngineImpl::SetMetadata(BranchId branch, std::string_view key, std::string_view value) {
   if (key.empty()) return absl::InvalidArgumentError("metadata key must not be empty");
-  absl::MutexLock lock(&mu_);
+  EngineLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
   if (value.empty()) {
     record->metadata.erase(std::string(key));
@@ -295,7 +296,7 @@ std::vector<absl::StatusOr<GenerateResult>> EngineImpl::GenerateMany(
   std::vector<size_t> task_of(branches.size(), SIZE_MAX);
   const bool penalties = params.repetition_penalty != 1.0f;
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     const absl::Status usable = CheckUsable();
     for (size_t i = 0; i < branches.size(); ++i) {
       if (!usable.ok()) {
@@ -374,7 +375,7 @@ absl::StatusOr<ScoreResult> EngineImpl::Score(BranchId branch, const Prompt& con
   BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, PromptTokens(continuation));
   Request request;
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     BANYAN_RETURN_IF_ERROR(CheckUsable());
     BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
     if (record->busy) {
@@ -410,7 +411,7 @@ absl::StatusOr<BranchInfo> EngineImpl::Inspect(BranchId branch) const {
   kv_tree::Branch handle;
   BranchInfo info;
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     auto it = records_.find(branch.value);
     if (!branch.valid() || it == records_.end()) {
       return absl::NotFoundError(absl::StrCat(BranchName(branch), " does not exist (released or never created)"));
@@ -443,7 +444,7 @@ absl::StatusOr<BranchInfo> EngineImpl::Inspect(BranchId branch) const {
 EngineStats EngineImpl::Stats() const {
   EngineStats s;
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     s = stats_;
   }
   const kv_tree::KvTreeStats t = tree_->Stats();
@@ -454,6 +455,55 @@ EngineStats EngineImpl::Stats() const {
   s.kv_pages_used = t.pages_total - t.pages_free;
   s.evicted_nodes = t.evicted_nodes;
   return s;
+}
+
+EngineInfo EngineImpl::Info() const {
+  const model::ModelConfig& c = config_;
+  EngineInfo info;
+  info.device = device_name_;
+  info.backend = std::string(backend_->name());
+  info.model = model_name_;
+  switch (c.architecture) {
+    case model::Architecture::kLlama: info.architecture = "llama"; break;
+    case model::Architecture::kQwen2: info.architecture = "qwen2"; break;
+    case model::Architecture::kMistral: info.architecture = "mistral"; break;
+  }
+  info.num_layers = c.num_layers;
+  info.hidden_size = c.hidden_size;
+  info.num_q_heads = c.num_q_heads;
+  info.num_kv_heads = c.num_kv_heads;
+  info.head_dim = c.head_dim;
+  info.vocab_size = c.vocab_size;
+  info.max_position = c.max_position;
+  const int64_t h = c.hidden_size, q = int64_t{c.num_q_heads} * c.head_dim,
+                kv = int64_t{c.num_kv_heads} * c.head_dim, embed = int64_t{c.vocab_size} * h;
+  const int64_t per_layer = h * q + 2 * h * kv + q * h + 3 * h * c.intermediate_size + 2 * h +
+                            (c.attention_bias ? q + 2 * kv : 0);
+  info.parameters = embed + per_layer * c.num_layers + h + (c.tie_word_embeddings ? 0 : embed);
+  if (chat_format_.has_value()) {
+    switch (chat_format_->kind()) {
+      case model::ChatFormat::Kind::kLlama3: info.chat_format = "llama3"; break;
+      case model::ChatFormat::Kind::kChatMl: info.chat_format = "chatml"; break;
+      case model::ChatFormat::Kind::kSmolLm3: info.chat_format = "smollm3"; break;
+      case model::ChatFormat::Kind::kMistral: info.chat_format = "mistral"; break;
+    }
+  }
+  info.stop_tokens = eos_tokens_;
+  info.kv_dtype = std::string(DTypeName(kv_dtype_));
+  info.page_size = options_.page_size;
+  info.kv_pages = kv_.layout.num_pages;
+  info.kv_tokens = kv_.layout.num_pages * options_.page_size;
+  info.kv_bytes = static_cast<int64_t>(kv_.layout.TotalBytes());
+  info.kv_bytes_per_token = static_cast<int64_t>(kv_.layout.BytesPerPage()) / options_.page_size;
+  info.max_batch = options_.max_batch;
+  info.prefill_chunk = options_.prefill_chunk;
+  info.threads = threads_;
+  switch (options_.attention_mode) {
+    case EngineOptions::AttentionMode::kTree: info.attention_mode = "tree"; break;
+    case EngineOptions::AttentionMode::kPerSequence: info.attention_mode = "per-sequence"; break;
+    case EngineOptions::AttentionMode::kNone: info.attention_mode = "none"; break;
+  }
+  return info;
 }
 
 }  // namespace banyan::engine

@@ -26,15 +26,21 @@
 // plan reads, so no slot is ever written twice in one pass. Each branch
 // receives at most one Append with new tokens per step (this keeps the tree's
 // copy-on-write from copying slots that the same pass has not yet written).
-// If a forward pass fails, the KV of that step's new tokens is missing: the
-// engine stops (every later call returns kInternal with the cause) rather
-// than serve wrong KV.
+// If a forward pass fails, the K/V of that step's new tokens is missing or
+// partly written. The tasks served in that step fail with the backend's error
+// and are undone (their branches restored as before the call); every other
+// task goes on. The new tokens stay in the tree, held by private forks, and
+// the next step first runs a repair pass that recomputes their K/V; while
+// that repair fails nothing else runs (each step's tasks fail with its
+// error), so no pass ever reads K/V that was not written. Only when the holds
+// cannot be made does the engine stop (every later call returns kInternal).
 //
 // Thread-safety: as Engine. Lock order: mu_, then the tree's lock.
 #ifndef BANYAN_SDK_ENGINE_ENGINE_IMPL_H_
 #define BANYAN_SDK_ENGINE_ENGINE_IMPL_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,7 +54,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "attention/attention_plan.h"
 #include "banyan/engine.h"
@@ -59,6 +64,7 @@
 #include "model/sampling/sampler.h"
 #include "model/sampling/stop_matcher.h"
 #include "model/tokenizer/tokenizer.h"
+#include "sdk/engine/engine_mutex.h"
 #include "sdk/engine/engine_testing.h"
 
 namespace banyan::engine {
@@ -144,6 +150,7 @@ class EngineImpl final : public Engine {
 
   absl::StatusOr<BranchInfo> Inspect(BranchId branch) const override;
   EngineStats Stats() const override;
+  EngineInfo Info() const override;
   absl::Status Save(const std::string& path) const override;
   absl::StatusOr<std::vector<BranchId>> Load(const std::string& path) override;
 
@@ -198,6 +205,16 @@ class EngineImpl final : public Engine {
   // new branches, clearing busy flags) and publishes the step's counters.
   void PublishCompleted(std::vector<Task*>& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int32_t> LastTokenOf(kv_tree::Branch branch);
+  // After a failed forward pass: forks a private branch at the end of every
+  // step row group whose tokens were added this step (their K/V may be
+  // missing), so that undoing the step's tasks cannot let them be evicted
+  // unrepaired, and records them in repairs_.
+  absl::Status HoldUnwrittenKv();
+  // A pass that recomputes the K/V held by repairs_, then releases the holds
+  // (the tokens stay cached, now valid). On error the holds stay.
+  absl::Status RepairKv();
+  // `cause` with "forward pass failed: " before its message (same code).
+  static absl::Status ForwardError(const absl::Status& cause);
   bool TakeScratch(kv_tree::KvSlot* slot);
 
   // Snapshot helpers (snapshot.cc).
@@ -216,8 +233,13 @@ class EngineImpl final : public Engine {
   std::unique_ptr<kv_tree::KvTree> tree_;
   model::KvCache kv_;
   std::unique_ptr<model::ops::ThreadPool> sample_pool_;
+  int threads_ = 1;  // options_.threads resolved (0: all cores)
 
-  mutable absl::Mutex mu_;
+  mutable EngineMutex mu_;
+  // Notified when incoming_ or stopping_ change (the scheduler waits on it)
+  // and when requests finish (their callers wait on it).
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
   absl::flat_hash_map<uint64_t, BranchRecord> records_ ABSL_GUARDED_BY(mu_);
   uint64_t next_branch_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
@@ -232,6 +254,12 @@ class EngineImpl final : public Engine {
 
   // Scheduler-thread state (no lock: only the scheduler thread touches it).
   uint64_t step_ = 0;
+  // Tails of branches whose K/V a failed pass left unwritten (HoldUnwrittenKv).
+  struct Repair {
+    kv_tree::Branch branch;  // private fork; its last `tokens` need K/V
+    int32_t tokens = 0;
+  };
+  std::vector<Repair> repairs_;
   kv_tree::Branch scratch_branch_;
   std::vector<kv_tree::KvSlot> scratch_slots_;
   size_t scratch_used_ = 0;

@@ -236,5 +236,35 @@ TEST(EngineTest, ChatTemplate) {
   EXPECT_EQ(text, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }
 
+TEST(EngineTest, InfoDescribesDeviceModelAndKvPool) {
+  CountingBackendOptions model;  // 2 layers, 1 KV head of 4 dims, vocab 258
+  EngineOptions options = SmallOptions();
+  auto engine = MakeEngine(model, options);
+  const EngineInfo info = engine->Info();
+  EXPECT_EQ(info.device, engine->Stats().device);
+  EXPECT_EQ(info.backend, "counting");
+  EXPECT_EQ(info.model, "counting");
+  EXPECT_EQ(info.architecture, "llama");
+  EXPECT_EQ(info.num_layers, 2);
+  EXPECT_EQ(info.num_kv_heads, 1);
+  EXPECT_EQ(info.head_dim, 4);
+  EXPECT_EQ(info.vocab_size, 258);
+  EXPECT_GT(info.parameters, 258 * 4);
+  EXPECT_EQ(info.chat_format, "chatml");
+  EXPECT_THAT(info.stop_tokens, ::testing::Contains(testing::ByteTokenizer::kEos));
+  EXPECT_EQ(info.kv_dtype, "f32");
+  EXPECT_EQ(info.page_size, 4);
+  EXPECT_EQ(info.kv_bytes_per_token, 2 * 2 * 4 * 4);  // layers x (K, V) x dims x f32
+  EXPECT_EQ(info.kv_tokens, info.kv_pages * 4);
+  EXPECT_EQ(info.kv_bytes, info.kv_tokens * info.kv_bytes_per_token);
+  EXPECT_LE(info.kv_bytes, static_cast<int64_t>(options.kv_budget_bytes));
+  EXPECT_GT(info.kv_bytes, static_cast<int64_t>(options.kv_budget_bytes) / 2);
+  EXPECT_EQ(info.kv_pages, engine->Stats().kv_pages_total);
+  EXPECT_EQ(info.max_batch, 64);
+  EXPECT_EQ(info.prefill_chunk, 32);
+  EXPECT_EQ(info.threads, 2);
+  EXPECT_EQ(info.attention_mode, "tree");
+}
+
 }  // namespace
 }  // namespace banyan::engine

@@ -34,12 +34,11 @@ void EngineImpl::SchedulerLoop() {
   std::vector<Task*> active;
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      EngineLock lock(&mu_);
       if (active.empty()) {
-        auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        mu_.Wait(work_cv_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {  // runs under mu_
           return stopping_ || !incoming_.empty();
-        };
-        mu_.Await(absl::Condition(&has_work));
+        });
       }
       for (Request* r : incoming_) {
         for (auto& t : r->tasks) active.push_back(t.get());
@@ -55,7 +54,7 @@ void EngineImpl::SchedulerLoop() {
       }
     }
     Step(active);
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     PublishCompleted(active);
   }
 }
@@ -103,18 +102,40 @@ void EngineImpl::Step(std::vector<Task*>& active) {
     t->blocked = false;
     (t->kind == Task::Kind::kDecode ? decode : prefill).push_back(t);
   }
+  if (!repairs_.empty()) {
+    // Tokens of a failed pass are in the tree without their K/V: nothing may
+    // run (it could reuse them) until a pass recomputes them.
+    const absl::Status repaired = RepairKv();
+    if (!repaired.ok()) {
+      BANYAN_LOG(ERROR) << "engine: repairing the KV of a failed forward pass failed: " << repaired;
+      for (Task* t : active) FailTask(t, ForwardError(repaired), true);
+      return;
+    }
+  }
   CollectDecodeRows(decode);
   CollectPrefillRows(prefill);
 
   if (!rows_.empty()) {
     const absl::Status run = RunForward();
     if (!run.ok()) {
-      // The KV of this step's new tokens was not written: stop the engine
-      // (engine_impl.h) rather than let a later prompt reuse it.
+      // The K/V of this step's new tokens may be missing or partly written
+      // (engine_impl.h): the step's tasks fail and are undone, and the tokens
+      // are held for repair before the next pass.
       BANYAN_LOG(ERROR) << "engine: forward pass failed: " << run;
-      absl::MutexLock lock(&mu_);
-      broken_ = run;
-      for (Task* t : active) FailTask(t, absl::InternalError(absl::StrCat("forward pass failed: ", run.ToString())), false);
+      counters_ = StepCounters{};
+      const absl::Status held = HoldUnwrittenKv();
+      if (!held.ok()) {
+        // Last resort: without a hold the unwritten K/V could be reused.
+        BANYAN_LOG(ERROR) << "engine: cannot hold the failed pass's tokens, stopping: " << held;
+        EngineLock lock(&mu_);
+        broken_ = run;
+        for (Task* t : active) FailTask(t, ForwardError(run), false);
+        return;
+      }
+      const absl::Status why = ForwardError(run);
+      for (Task* t : active) {
+        if (!t->done && t->last_step == step_) FailTask(t, why, true);
+      }
       return;
     }
     ConsumeLogits();
@@ -321,6 +342,61 @@ void EngineImpl::ScoreChunk(Task* t, int64_t* budget) {
   counters_.scored += c;
   counters_.prefilled += c - reused;
   counters_.reused += reused;
+}
+
+absl::Status EngineImpl::ForwardError(const absl::Status& cause) {
+  return absl::Status(cause.code(), absl::StrCat("forward pass failed: ", std::string(cause.message())));
+}
+
+absl::Status EngineImpl::HoldUnwrittenKv() {
+  // Rows that wrote a scratch slot recomputed K/V that already exists; the
+  // others wrote tree slots of tokens added this step. In each spec entry
+  // those are its last rows (decode: all or none; prefill: all; score: the
+  // continuation tokens not reused), which are its branch's last tokens.
+  std::vector<std::pair<int32_t, int32_t>> scratch;
+  scratch.reserve(scratch_used_);
+  for (size_t i = 0; i < scratch_used_; ++i) scratch.push_back({scratch_slots_[i].page, scratch_slots_[i].slot});
+  std::sort(scratch.begin(), scratch.end());
+  auto is_scratch = [&](kv_tree::KvSlot s) {
+    return std::binary_search(scratch.begin(), scratch.end(), std::make_pair(s.page, s.slot));
+  };
+  size_t row = 0;
+  for (const kv_tree::PrefillRows& entry : spec_) {
+    int32_t fresh = 0;
+    for (int32_t j = 0; j < entry.num_new_tokens; ++j) {
+      if (is_scratch(rows_[row + j].write)) {
+        if (fresh > 0) return absl::InternalError("a scratch row follows a new token's row");
+      } else {
+        ++fresh;
+      }
+    }
+    row += static_cast<size_t>(entry.num_new_tokens);
+    if (fresh == 0) continue;
+    BANYAN_ASSIGN_OR_RETURN(kv_tree::Branch hold, tree_->Fork(entry.branch));
+    repairs_.push_back({hold, fresh});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EngineImpl::RepairKv() {
+  for (const Repair& r : repairs_) {
+    BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, tree_->Tokens(r.branch));
+    BANYAN_ASSIGN_OR_RETURN(std::vector<kv_tree::KvSlot> slots, tree_->Slots(r.branch));
+    spec_.push_back({r.branch, r.tokens});
+    for (size_t p = tokens.size() - static_cast<size_t>(r.tokens); p < tokens.size(); ++p) {
+      rows_.push_back({tokens[p], static_cast<int32_t>(p), slots[p]});
+    }
+  }
+  const absl::Status run = RunForward();
+  spec_.clear();
+  rows_.clear();
+  counters_ = StepCounters{};
+  BANYAN_RETURN_IF_ERROR(run);
+  for (const Repair& r : repairs_) (void)tree_->Release(r.branch);
+  BANYAN_LOG(INFO) << "engine: recomputed the K/V of " << repairs_.size()
+                   << " branch tails left unwritten by a failed forward pass";
+  repairs_.clear();
+  return absl::OkStatus();
 }
 
 absl::Status EngineImpl::BuildPlan() {
@@ -623,6 +699,7 @@ void EngineImpl::PublishCompleted(std::vector<Task*>& active) {
     }
     r->finished = true;
   }
+  if (!finished.empty()) done_cv_.notify_all();
 }
 
 }  // namespace banyan::engine

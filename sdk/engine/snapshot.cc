@@ -40,7 +40,7 @@ absl::Status EngineImpl::Save(const std::string& path) const {
   snapshot.set_model_fingerprint(ModelFingerprint());
   snapshot.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
   {
-    absl::MutexLock lock(&mu_);
+    EngineLock lock(&mu_);
     std::vector<uint64_t> ids;
     ids.reserve(records_.size());
     for (const auto& [id, record] : records_) ids.push_back(id);

@@ -53,6 +53,17 @@ class CountingBackend final : public model::Backend {
       }
     }
     int64_t tokens_read = 0;
+    if (options_.fail_forwards != nullptr && options_.fail_forwards->load() > 0) {
+      options_.fail_forwards->fetch_sub(1);
+      for (int32_t layer = 0; layer < layout.num_layers; ++layer) {
+        for (size_t r = 0; r < rows; ++r) {
+          float* k = pool + layout.Offset(layer, 0, batch.kv_pages[r], 0, batch.kv_slots[r]);
+          float* v = pool + layout.Offset(layer, 1, batch.kv_pages[r], 0, batch.kv_slots[r]);
+          for (int32_t d = 0; d < layout.head_dim; ++d) k[d] = v[d] = -99.0f;
+        }
+      }
+      return absl::UnavailableError("counting backend: injected forward failure");
+    }
     for (int32_t layer = 0; layer < layout.num_layers; ++layer) {
       // 1. Every row writes its K and V.
       for (size_t r = 0; r < rows; ++r) {

@@ -29,7 +29,8 @@
 // misorders tokens, a K/V written to the wrong slot, or pages reused while
 // still read make Forward fail with kInternal (so engine tests catch a
 // corrupted tree). Optional: a fixed delay per Forward (to test deadlines and
-// cancellation), and shared counters of calls and rows (to test batching).
+// cancellation), shared counters of calls and rows (to test batching), and
+// forward passes that fail on demand (to test recovery).
 //
 // Thread-compatible like every Backend (one Forward at a time); the stats
 // object is thread-safe.
@@ -67,6 +68,11 @@ struct CountingBackendOptions {
   int32_t head_dim = 4;  // >= 4 (K/V hold token, position, layer, a constant)
   absl::Duration forward_delay = absl::ZeroDuration();  // slept in every Forward
   std::shared_ptr<CountingBackendStats> stats;          // optional
+  // Fault injection (optional): while *fail_forwards > 0, a Forward decrements
+  // it, fills the K/V slots of its rows with garbage (a pass that failed
+  // midway) and returns kUnavailable. Any later Forward that attends those
+  // slots before they are rewritten fails with kInternal.
+  std::shared_ptr<std::atomic<int>> fail_forwards;
 };
 
 // The model config the backend reports: Llama architecture, 1 query head and

@@ -46,6 +46,11 @@
 //   kCancelled          the request's CancelToken fired
 //   kDeadlineExceeded   the request's deadline passed
 //   kUnavailable        the requested device does not exist
+//   (the backend's)     the model's forward pass failed in a step that served
+//                       this call; the message starts "forward pass failed:".
+//                       Only the calls served in that step fail; the engine
+//                       recomputes the K/V that pass left unwritten before it
+//                       runs anything else, and keeps serving.
 // A failing call leaves the tree and every other branch as they were.
 #ifndef BANYAN_ENGINE_H_
 #define BANYAN_ENGINE_H_
@@ -225,6 +230,36 @@ struct EngineStats {
   int64_t evicted_nodes = 0;    // cached tree nodes evicted under pressure
 };
 
+// What an engine runs on and with; fixed when it is created (Engine::Info).
+struct EngineInfo {
+  std::string device;        // "cpu" or "cuda:N (GPU name)"
+  std::string backend;       // the model backend's name ("cpu", "cuda", ...)
+  std::string model;         // the model's name (from its config, else its path)
+  std::string architecture;  // "llama", "qwen2", "mistral"
+  int32_t num_layers = 0;
+  int32_t hidden_size = 0;
+  int32_t num_q_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t vocab_size = 0;
+  int32_t max_position = 0;
+  int64_t parameters = 0;     // weights of the transformer (embeddings included)
+  std::string chat_format;    // "llama3", "chatml", "smollm3", "mistral"; empty: none
+  std::vector<int32_t> stop_tokens;  // EOS and end-of-turn ids that end a generation
+  // The KV pool: dtype ("f32", "bf16"), tokens per page, pages (a few are the
+  // engine's scratch), bytes, and what one token costs (all layers, K and V).
+  std::string kv_dtype;
+  int32_t page_size = 0;
+  int64_t kv_pages = 0;
+  int64_t kv_tokens = 0;       // kv_pages * page_size
+  int64_t kv_bytes = 0;
+  int64_t kv_bytes_per_token = 0;
+  int32_t max_batch = 0;       // EngineOptions, as used
+  int32_t prefill_chunk = 0;
+  int32_t threads = 0;         // CPU threads for sampling (and a CPU backend)
+  std::string attention_mode;  // "tree", "per-sequence", "none"
+};
+
 class Engine {
  public:
   // Loads the model, sizes the KV pool and starts the scheduler thread. On
@@ -280,6 +315,8 @@ class Engine {
   // --- Inspection and persistence ------------------------------------------------
   virtual absl::StatusOr<BranchInfo> Inspect(BranchId branch) const = 0;
   virtual EngineStats Stats() const = 0;
+  // The device, model and KV pool the engine runs on (never fails).
+  virtual EngineInfo Info() const = 0;
   // Writes every live branch's tokens and metadata (protobuf, versioned)
   // atomically: a temporary file renamed over `path`; a failed save leaves an
   // existing file untouched.
