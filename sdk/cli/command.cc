@@ -4,7 +4,8 @@ namespace banyan::cli {
 
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
-      {"info", "version, backends, GPUs, library versions and the default model", RunInfo},
+      {"info", "version, backends, GPUs, libraries, the default model and what an engine over it sees",
+       RunInfo},
       {"demo", "the main job: forked sampling + self-consistency vote + forked chat on the default model",
        RunDemoCommand},
       {"tokenize", "text on stdin -> token ids as a JSON array (--decode: ids -> text)", RunTokenize},

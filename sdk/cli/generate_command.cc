@@ -62,8 +62,15 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   options.page_size = req.page_size;
   options.threads = req.threads;
   options.max_batch = std::max(req.n, 1);
+  if (req.progress) {
+    std::cerr << "[generate] loading " << (req.model_path.empty() ? "the default model" : req.model_path)
+              << " (device " << req.device << ")..." << std::flush;
+  }
   BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(options));
   result.load_seconds = Seconds(load_start);
+  if (req.progress) {
+    std::cerr << absl::StrFormat(" %.2f s, on %s\n", result.load_seconds, engine->Info().device);
+  }
 
   // With a chat template the prompt is one user turn plus the generation
   // prompt; otherwise (or with --raw) the text as it is.
@@ -84,6 +91,10 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   const auto prefill_start = Clock::now();
   BANYAN_ASSIGN_OR_RETURN(const BranchId root, engine->NewBranch(Prompt::Tokens(prompt)));
   result.prefill_seconds = Seconds(prefill_start);
+  if (req.progress) {
+    std::cerr << absl::StrFormat("[generate] prompt: %d tokens prefilled in %.2f s; decoding %d x %d tokens\n",
+                                 prompt.size(), result.prefill_seconds, req.n, req.max_tokens);
+  }
   BANYAN_ASSIGN_OR_RETURN(const std::vector<BranchId> branches, engine->Fork(root, req.n));
 
   GenerateOptions gen;
@@ -102,13 +113,15 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   absl::Time last = start;
   int64_t streamed = 0;
   const int64_t expected = int64_t{req.n} * req.max_tokens;
+  const bool progress = req.progress;
   gen.callbacks.on_token = [&](BranchId, int32_t, std::string_view, float) {
     ++streamed;
     const absl::Time now = absl::Now();
-    if (expected >= 256 && now - last > absl::Seconds(1)) {
+    if (progress && now - last > absl::Seconds(1)) {
       last = now;
-      std::cerr << absl::StrFormat("\r[generate] %d / %d tokens, %.1f s", streamed, expected,
-                                   absl::ToDoubleSeconds(now - start))
+      const double seconds = absl::ToDoubleSeconds(now - start);
+      std::cerr << absl::StrFormat("\r[generate] %d / %d tokens, %.1f tokens/s, %.1f s", streamed, expected,
+                                   streamed / seconds, seconds)
                 << std::flush;
     }
     return true;
@@ -139,12 +152,13 @@ absl::Status RunGenerate(const std::vector<std::string>& argv) {
       Args args, Args::Parse(argv,
                              {"model", "prompt", "n", "max-tokens", "temperature", "top-p", "top-k", "min-p",
                               "repetition-penalty", "seed", "stop", "device", "threads"},
-                             {"json", "raw"}));
+                             {"json", "raw", "quiet"}));
   if (!args.Has("prompt")) return absl::InvalidArgumentError("--prompt TEXT is required");
   GenerateRequest req;
   req.model_path = args.GetString("model");
   req.prompt = args.GetString("prompt");
   req.raw = args.GetBool("raw");
+  req.progress = !args.GetBool("quiet");
   req.device = args.GetString("device", "cpu");
   BANYAN_ASSIGN_OR_RETURN(const int64_t n, args.GetInt("n", 1));
   BANYAN_ASSIGN_OR_RETURN(const int64_t max_tokens, args.GetInt("max-tokens", 64));
