@@ -1,37 +1,64 @@
+// The fast sampler. Per row it does a handful of vectorized passes (scan,
+// exp-sum, at most one copy) in per-thread scratch buffers, touches only the
+// seen tokens for the penalties, and selects instead of sorting: a bounded
+// heap for top-k and top_logprobs, candidates above a threshold (or a
+// mass-guided quickselect) for top-p. ReferenceSampler (reference_sampler.h)
+// is the plain version it is tested against.
 #include "model/sampling/sampler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "banyan/status_macros.h"
+#include "model/sampling/row_math.h"
 
 namespace banyan::model {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using sampling::ExpSum;
+using sampling::FastExp;
 
-// Total order for "more likely first": larger value, then lower id.
-struct MoreLikely {
-  const float* v;
-  bool operator()(int32_t a, int32_t b) const { return v[a] > v[b] || (v[a] == v[b] && a < b); }
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Top-p candidates: tokens whose probability is at least 1e-6 of the largest
+// (ln 1e-6 = -13.8155); the rest is only looked at when they cannot hold top_p.
+constexpr float kTopPCandidateGap = 13.8155f;
+// Above this many candidates top-p bins by mass instead of sorting them all.
+constexpr size_t kTopPSortLimit = 4096;
+
+// Per-thread buffers, reused across rows (sized to the largest vocabulary seen).
+struct Scratch {
+  std::vector<float> values;     // penalized / scaled row, when it differs from the input
+  std::vector<float> exps;       // exp(value - max)
+  std::vector<double> blocks;    // block sums of exps
+  std::vector<int32_t> ids;      // kept ids (more likely first) when filtered
+  std::vector<int32_t> top;      // top_logprobs ids; top-p's crossing bin
+  std::vector<double> bin_mass;  // top-p histogram
+  std::vector<int32_t> bins;     // top-p: bin per token
+  std::vector<uint8_t> seen;     // per token; all zero between calls
+  std::vector<int32_t> counts;   // per token; all zero between calls
 };
 
-absl::Status CheckLogits(absl::Span<const float> logits) {
+Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+bool MoreLikely(const float* v, int32_t a, int32_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); }
+
+absl::Status CheckLogits(absl::Span<const float> logits, sampling::RowScan* scan) {
   if (logits.empty()) return absl::InvalidArgumentError("sampling: empty logits");
-  bool any_finite = false;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float l = logits[i];
-    if (std::isnan(l) || l == std::numeric_limits<float>::infinity()) {
-      return absl::InvalidArgumentError(absl::StrCat("sampling: logit ", i, " is ", l));
+  *scan = sampling::ScanRow(logits);
+  if (scan->bad) {
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const float l = logits[i];
+      if (std::isnan(l) || l == std::numeric_limits<float>::infinity()) {
+        return absl::InvalidArgumentError(absl::StrCat("sampling: logit ", i, " is ", l));
+      }
     }
-    any_finite |= std::isfinite(l);
   }
-  if (!any_finite) return absl::InvalidArgumentError("sampling: every logit is -inf");
+  if (scan->max == kNegInf) return absl::InvalidArgumentError("sampling: every logit is -inf");
   return absl::OkStatus();
 }
 
@@ -44,67 +71,199 @@ absl::Status CheckHistory(absl::Span<const int32_t> tokens, size_t vocab) {
   return absl::OkStatus();
 }
 
-// log of the sum of exp over finite values.
-double LogSumExp(absl::Span<const float> v) {
-  const float mx = *std::max_element(v.begin(), v.end());
-  double z = 0;
-  for (float x : v) {
-    if (x != kNegInf) z += std::exp(static_cast<double>(x) - mx);
+bool HasPenalties(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+}
+
+// Applies the penalties to `v` (a copy of the row), touching only the tokens
+// of the history. Leaves s.seen and s.counts all zero again.
+void ApplyPenalties(const SamplingParams& p, absl::Span<const int32_t> prompt, absl::Span<const int32_t> generated,
+                    float* v, Scratch& s) {
+  if (p.repetition_penalty != 1.0f) {
+    auto touch = [&](int32_t t) {
+      if (s.seen[t]) return;
+      s.seen[t] = 1;
+      v[t] = v[t] > 0 ? v[t] / p.repetition_penalty : v[t] * p.repetition_penalty;
+    };
+    for (int32_t t : prompt) touch(t);
+    for (int32_t t : generated) touch(t);
+    for (int32_t t : prompt) s.seen[t] = 0;
+    for (int32_t t : generated) s.seen[t] = 0;
   }
-  return mx + std::log(z);
+  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    for (int32_t t : generated) ++s.counts[t];
+    for (int32_t t : generated) {
+      const int32_t n = s.counts[t];
+      if (n == 0) continue;  // already applied
+      if (v[t] != kNegInf) v[t] -= p.frequency_penalty * static_cast<float>(n) + p.presence_penalty;
+      s.counts[t] = 0;
+    }
+  }
 }
 
-void KeepTopK(std::vector<float>& l, int32_t k) {
-  const int32_t vocab = static_cast<int32_t>(l.size());
-  if (k <= 0 || k >= vocab) return;
-  std::vector<int32_t> ids(vocab);
-  std::iota(ids.begin(), ids.end(), 0);
-  std::nth_element(ids.begin(), ids.begin() + (k - 1), ids.end(), MoreLikely{l.data()});
-  for (int32_t i = k; i < vocab; ++i) l[ids[i]] = kNegInf;
+// Keeps the prefix of `ids` (sorted more likely first) that top-p keeps: each
+// token whose preceding cumulative mass is < need. e: exp(value - max).
+void CutSorted(const float* e, double before, double need, std::vector<int32_t>& ids) {
+  double cumulative = before;
+  size_t keep = 0;
+  while (keep < ids.size() && cumulative < need) cumulative += e[ids[keep++]];
+  ids.resize(keep);
 }
 
-void KeepTopP(std::vector<float>& l, float top_p) {
-  if (top_p >= 1.0f) return;
-  const float mx = *std::max_element(l.begin(), l.end());
-  double z = 0;
-  for (float x : l) z += (x == kNegInf) ? 0.0 : std::exp(static_cast<double>(x) - mx);
-  // Candidates: tokens within a factor 1e-6 of the most likely. If they hold
-  // at least top_p of the mass, the kept prefix lies among them (it takes the
-  // most likely tokens first); otherwise sort everything that is finite.
-  for (const double ratio : {1e-6, 0.0}) {
-    std::vector<int32_t> cand;
-    double mass = 0;
-    for (int32_t i = 0; i < static_cast<int32_t>(l.size()); ++i) {
-      if (l[i] == kNegInf) continue;
-      const double p = std::exp(static_cast<double>(l[i]) - mx);
-      if (p >= ratio) {
-        cand.push_back(i);
-        mass += p;
+// Top-p over the whole row when the candidates near the max do not settle it
+// (broad distributions): a histogram of mass over log-probability bins finds
+// the bin where the cumulative mass crosses `need`; every token of the bins
+// above is kept, the crossing bin alone is sorted. O(vocab) + a small sort.
+// ids receives the kept tokens (those of the crossing bin last).
+void TopPByHistogram(absl::Span<const float> v, const float* e, float max, double need, Scratch& s,
+                     std::vector<int32_t>& ids) {
+  constexpr int32_t kBins = 4096;
+  // Bins span the values whose exp is not 0 (FastExp is 0 below max - 87).
+  const float floor = max - 86.0f;
+  const float range = max - sampling::MinAtLeast(v, floor);
+  const float scale = range > 0 ? (kBins - 1) / range : 0.0f;
+  const size_t n = v.size();
+  // Bin per token (monotone in the value: larger values, lower bins; kBins
+  // for tokens of zero mass).
+  s.bins.resize(n);
+  int32_t* bins = s.bins.data();
+  for (size_t i = 0; i < n; ++i) {
+    const float d = (max - v[i]) * scale;
+    const int32_t b = static_cast<int32_t>(d < kBins - 1 ? d : kBins - 1);
+    bins[i] = e[i] > 0 ? b : kBins;
+  }
+  s.bin_mass.assign(kBins + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) s.bin_mass[bins[i]] += e[i];
+  double before = 0;
+  int32_t cross = kBins - 1;
+  for (int32_t b = 0; b < kBins; ++b) {
+    if (before + s.bin_mass[b] >= need) {
+      cross = b;
+      break;
+    }
+    before += s.bin_mass[b];
+  }
+  // Branch-free compaction: tokens above the crossing bin, then its own.
+  ids.resize(n);
+  std::vector<int32_t>& crossing = s.top;
+  crossing.resize(n);
+  size_t kept = 0, tied = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ids[kept] = static_cast<int32_t>(i);
+    crossing[tied] = static_cast<int32_t>(i);
+    kept += static_cast<uint32_t>(bins[i] - cross) >> 31;  // bins[i] < cross, without a branch
+    tied += static_cast<size_t>(bins[i] == cross);
+  }
+  ids.resize(kept);
+  crossing.resize(tied);
+  const float* vals = v.data();
+  std::sort(crossing.begin(), crossing.end(), [vals](int32_t x, int32_t y) { return MoreLikely(vals, x, y); });
+  CutSorted(e, before, need, crossing);
+  ids.insert(ids.end(), crossing.begin(), crossing.end());
+}
+
+// The state of one processed row: values (penalized, scaled), their max, and
+// which tokens survive the filters.
+struct Processed {
+  absl::Span<const float> values;
+  float max = 0;
+  bool dense = true;      // kept: every token with exp(value - max) >= floor
+  float floor = 0.0f;     // min-p cut for the dense case (0: every finite token)
+  std::vector<int32_t>* ids = nullptr;  // kept tokens (more likely first) when !dense
+  int32_t argmax = 0;     // first max of values
+  // The input's log-sum-exp when it is already known.
+  float raw_max = 0;      // max of the input
+  bool have_raw_lse = false;
+  double raw_lse = 0;
+};
+
+absl::Status Process(const SamplingParams& p, absl::Span<const float> logits, absl::Span<const int32_t> prompt,
+                     absl::Span<const int32_t> generated, Scratch& s, Processed* out) {
+  sampling::RowScan scan;
+  BANYAN_RETURN_IF_ERROR(CheckLogits(logits, &scan));
+  BANYAN_RETURN_IF_ERROR(CheckHistory(prompt, logits.size()));
+  BANYAN_RETURN_IF_ERROR(CheckHistory(generated, logits.size()));
+  const size_t vocab = logits.size();
+  const bool penalize = HasPenalties(p);
+  const bool scale = p.temperature != 0.0f && p.temperature != 1.0f;
+  out->values = logits;
+  out->raw_max = scan.max;
+  if (penalize || scale) {
+    if (s.values.size() < vocab) s.values.resize(vocab);
+    float* v = s.values.data();
+    if (penalize) {
+      if (s.seen.size() < vocab) {
+        s.seen.resize(vocab, 0);
+        s.counts.resize(vocab, 0);
       }
+      std::copy(logits.begin(), logits.end(), v);
+      ApplyPenalties(p, prompt, generated, v, s);
+      if (scale) sampling::DivideRow(absl::MakeConstSpan(v, vocab), p.temperature, v);
+    } else {
+      sampling::DivideRow(logits, p.temperature, v);
     }
-    if (mass / z < top_p && ratio > 0) continue;
-    std::sort(cand.begin(), cand.end(), MoreLikely{l.data()});
-    std::vector<char> keep(l.size(), 0);
-    double cumulative = 0;
-    for (int32_t id : cand) {
-      if (cumulative >= top_p) break;
-      keep[id] = 1;
-      cumulative += std::exp(static_cast<double>(l[id]) - mx) / z;
-    }
-    for (size_t i = 0; i < l.size(); ++i) {
-      if (!keep[i]) l[i] = kNegInf;
-    }
-    return;
+    out->values = absl::MakeConstSpan(v, vocab);
+    scan = sampling::ScanRow(out->values);  // no NaN can appear; max and argmax move
   }
+  out->max = scan.max;
+  out->argmax = scan.argmax;
+  out->dense = true;
+  out->floor = 0.0f;
+  if (p.temperature == 0.0f) return absl::OkStatus();
+
+  const float* v = out->values.data();
+  const float m = out->max;
+  std::vector<int32_t>& ids = s.ids;
+  ids.clear();
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab) {
+    sampling::TopK(out->values, p.top_k, nullptr, &ids);
+    out->dense = false;
+  }
+  if (s.exps.size() < vocab) s.exps.resize(vocab);
+  float* e = s.exps.data();
+  if (!out->dense) {
+    for (int32_t id : ids) e[id] = FastExp(v[id] - m);  // the kept ids' exps, for what follows
+  }
+  if (p.top_p < 1.0f) {
+    auto more = [v](int32_t a, int32_t b) { return MoreLikely(v, a, b); };
+    if (out->dense) {
+      const double z = ExpSum(out->values, m, e);
+      if (out->values.data() == logits.data()) {
+        out->have_raw_lse = true;
+        out->raw_lse = m + std::log(z);
+      }
+      const double need = static_cast<double>(p.top_p) * z;
+      // Peaked rows: the tokens near the max hold top_p; sort only them.
+      double mass = 0;
+      if (sampling::CollectAtLeast(out->values, m - kTopPCandidateGap, &ids, kTopPSortLimit)) {
+        for (int32_t id : ids) mass += e[id];
+      }
+      if (mass >= need) {
+        std::sort(ids.begin(), ids.end(), more);
+        CutSorted(e, 0, need, ids);
+      } else {
+        TopPByHistogram(out->values, e, m, need, s, ids);
+      }
+      out->dense = false;
+    } else {
+      // After top-k: ids are at most k, already sorted.
+      double z = 0;
+      for (int32_t id : ids) z += e[id];
+      CutSorted(e, 0, static_cast<double>(p.top_p) * z, ids);
+    }
+  }
+  if (p.min_p > 0.0f) {
+    if (out->dense) {
+      out->floor = p.min_p;
+    } else {
+      ids.erase(std::remove_if(ids.begin(), ids.end(), [&](int32_t id) { return e[id] < p.min_p; }), ids.end());
+    }
+  }
+  if (!out->dense) out->ids = &ids;
+  return absl::OkStatus();
 }
 
-void KeepMinP(std::vector<float>& l, float min_p) {
-  if (min_p <= 0.0f) return;
-  const float mx = *std::max_element(l.begin(), l.end());
-  for (float& x : l) {
-    if (x != kNegInf && std::exp(static_cast<double>(x) - mx) < min_p) x = kNegInf;
-  }
-}
+double LogSumExpOf(absl::Span<const float> x, float max) { return max + std::log(ExpSum(x, max, nullptr)); }
 
 }  // namespace
 
@@ -138,70 +297,117 @@ absl::StatusOr<Sampler> Sampler::Create(const SamplingParams& params, Rng rng) {
 absl::StatusOr<std::vector<float>> Sampler::ProcessLogits(absl::Span<const float> logits,
                                                           absl::Span<const int32_t> prompt,
                                                           absl::Span<const int32_t> generated) const {
-  BANYAN_RETURN_IF_ERROR(CheckLogits(logits));
-  BANYAN_RETURN_IF_ERROR(CheckHistory(prompt, logits.size()));
-  BANYAN_RETURN_IF_ERROR(CheckHistory(generated, logits.size()));
-  std::vector<float> l(logits.begin(), logits.end());
-  const SamplingParams& p = params_;
-  if (p.repetition_penalty != 1.0f) {
-    absl::flat_hash_set<int32_t> seen(prompt.begin(), prompt.end());
-    seen.insert(generated.begin(), generated.end());
-    for (int32_t t : seen) {
-      l[t] = l[t] > 0 ? l[t] / p.repetition_penalty : l[t] * p.repetition_penalty;
+  Scratch& s = ThreadScratch();
+  Processed pr;
+  BANYAN_RETURN_IF_ERROR(Process(params_, logits, prompt, generated, s, &pr));
+  std::vector<float> out(logits.size(), kNegInf);
+  if (pr.dense) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      const float x = pr.values[i];
+      if (x != kNegInf && (pr.floor == 0.0f || FastExp(x - pr.max) >= pr.floor)) out[i] = x;
     }
+  } else {
+    for (int32_t id : *pr.ids) out[id] = pr.values[id];
   }
-  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
-    absl::flat_hash_map<int32_t, int32_t> counts;
-    for (int32_t t : generated) ++counts[t];
-    for (const auto& [t, n] : counts) {
-      if (l[t] != kNegInf) l[t] -= p.frequency_penalty * static_cast<float>(n) + p.presence_penalty;
-    }
-  }
-  if (p.temperature == 0.0f) return l;
-  if (p.temperature != 1.0f) {
-    for (float& x : l) x /= p.temperature;  // -inf stays -inf
-  }
-  KeepTopK(l, p.top_k);
-  KeepTopP(l, p.top_p);
-  KeepMinP(l, p.min_p);
-  return l;
+  return out;
 }
 
 absl::StatusOr<SampleResult> Sampler::Sample(absl::Span<const float> logits, absl::Span<const int32_t> prompt,
                                              absl::Span<const int32_t> generated) {
-  BANYAN_ASSIGN_OR_RETURN(const std::vector<float> l, ProcessLogits(logits, prompt, generated));
-  const int32_t vocab = static_cast<int32_t>(l.size());
+  Scratch& s = ThreadScratch();
+  Processed pr;
+  BANYAN_RETURN_IF_ERROR(Process(params_, logits, prompt, generated, s, &pr));
+  const size_t vocab = logits.size();
+  const float* v = pr.values.data();
+  const float m = pr.max;
   SampleResult result;
+  double lse = 0;  // of the processed distribution
   if (params_.temperature == 0.0f) {
-    result.token = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());  // first max
+    result.token = pr.argmax;
+    lse = LogSumExpOf(pr.values, m);
+    if (pr.values.data() == logits.data()) {
+      pr.have_raw_lse = true;
+      pr.raw_lse = lse;
+    }
+  } else if (pr.dense) {
+    if (s.exps.size() < vocab) s.exps.resize(vocab);
+    const double z = ExpSum(pr.values, m, s.exps.data(), &s.blocks, pr.floor);
+    lse = m + std::log(z);
+    if (pr.values.data() == logits.data() && pr.floor == 0.0f) {
+      pr.have_raw_lse = true;
+      pr.raw_lse = lse;
+    }
+    const double target = rng_.UniformDouble() * z;
+    // Whole blocks first, then the tokens of the block the target falls in.
+    double cumulative = 0;
+    result.token = -1;
+    for (size_t b = 0; b < s.blocks.size() && result.token < 0; ++b) {
+      if (cumulative + s.blocks[b] <= target) {
+        cumulative += s.blocks[b];
+        continue;
+      }
+      const size_t end = std::min(vocab, (b + 1) * sampling::kBlock);
+      double inner = cumulative;
+      for (size_t i = b * sampling::kBlock; i < end; ++i) {
+        inner += s.exps[i];
+        if (s.exps[i] > 0 && inner > target) {
+          result.token = static_cast<int32_t>(i);
+          break;
+        }
+      }
+      cumulative += s.blocks[b];
+    }
+    if (result.token < 0) {  // rounding at the top end: the last kept token
+      for (size_t i = vocab; i-- > 0;) {
+        if (s.exps[i] > 0) {
+          result.token = static_cast<int32_t>(i);
+          break;
+        }
+      }
+    }
   } else {
-    const float mx = *std::max_element(l.begin(), l.end());
+    const std::vector<int32_t>& ids = *pr.ids;
     double z = 0;
-    for (float x : l) z += (x == kNegInf) ? 0.0 : std::exp(static_cast<double>(x) - mx);
+    const float* e = s.exps.data();
+    for (int32_t id : ids) z += e[id];
+    lse = m + std::log(z);
     const double target = rng_.UniformDouble() * z;
     double cumulative = 0;
-    for (int32_t i = 0; i < vocab; ++i) {
-      if (l[i] == kNegInf) continue;
-      result.token = i;  // the last kept token absorbs rounding at the top end
-      cumulative += std::exp(static_cast<double>(l[i]) - mx);
+    for (int32_t id : ids) {
+      result.token = id;  // the last kept token absorbs rounding at the top end
+      cumulative += e[id];
       if (cumulative > target) break;
     }
   }
-  const double lse = LogSumExp(l);
-  result.logprob = static_cast<float>(l[result.token] - lse);
-  result.raw_logprob = static_cast<float>(logits[result.token] - LogSumExp(logits));
+  result.logprob = static_cast<float>(v[result.token] - lse);
+  if (!pr.have_raw_lse) {
+    pr.raw_lse = LogSumExpOf(logits, pr.raw_max);
+  }
+  result.raw_logprob = static_cast<float>(logits[result.token] - pr.raw_lse);
   if (params_.top_logprobs > 0) {
-    std::vector<int32_t> ids;
-    for (int32_t i = 0; i < vocab; ++i) {
-      if (l[i] != kNegInf) ids.push_back(i);
-    }
-    const size_t k = std::min<size_t>(ids.size(), params_.top_logprobs);
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), MoreLikely{l.data()});
-    for (size_t i = 0; i < k; ++i) {
-      result.top_logprobs.emplace_back(ids[i], static_cast<float>(l[ids[i]] - lse));
+    sampling::TopK(pr.values, params_.top_logprobs, pr.dense ? nullptr : pr.ids, &s.top);
+    for (int32_t id : s.top) {
+      if (pr.dense && pr.floor > 0.0f && FastExp(v[id] - m) < pr.floor) break;
+      result.top_logprobs.emplace_back(id, static_cast<float>(v[id] - lse));
     }
   }
   return result;
+}
+
+absl::StatusOr<SampleResult> SampleGreedy(absl::Span<const float> logits) {
+  sampling::RowScan scan;
+  BANYAN_RETURN_IF_ERROR(CheckLogits(logits, &scan));
+  SampleResult result;
+  result.token = scan.argmax;
+  result.raw_logprob = static_cast<float>(logits[scan.argmax] - LogSumExpOf(logits, scan.max));
+  result.logprob = result.raw_logprob;
+  return result;
+}
+
+absl::StatusOr<double> LogSumExp(absl::Span<const float> logits) {
+  sampling::RowScan scan;
+  BANYAN_RETURN_IF_ERROR(CheckLogits(logits, &scan));
+  return LogSumExpOf(logits, scan.max);
 }
 
 }  // namespace banyan::model

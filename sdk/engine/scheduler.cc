@@ -2,12 +2,14 @@
 // into each forward pass. See engine_impl.h for the KV invariant it keeps.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "banyan/status_macros.h"
+#include "model/sampling/sampler.h"
 #include "sdk/base/logging.h"
 #include "sdk/engine/engine_impl.h"
 
@@ -504,11 +506,8 @@ void EngineImpl::ConsumeLogits() {
         continue;
       }
       if (!have_z) {
-        double max = -INFINITY;
-        for (float v : row) max = std::max(max, static_cast<double>(v));
-        double sum = 0;
-        for (float v : row) sum += std::exp(static_cast<double>(v) - max);
-        log_z = max + std::log(sum);
+        // NaN/+inf rows give a non-finite lp below and fail the task there.
+        log_z = model::LogSumExp(row).value_or(std::numeric_limits<double>::quiet_NaN());
         have_z = true;
       }
       const double lp = static_cast<double>(row[c.task->input[c.predicted]]) - log_z;
@@ -526,35 +525,18 @@ void EngineImpl::ConsumeLogits() {
                                        t->history, t->result.tokens);
     }
   });
-  std::vector<model::SampleResult> greedy(greedy_rows.size());
-  std::vector<char> greedy_ok(greedy_rows.size(), 0);
+  std::vector<absl::StatusOr<model::SampleResult>> greedy(greedy_rows.size(), absl::UnknownError("not sampled"));
   sample_pool_->ParallelFor(static_cast<int64_t>(greedy_rows.size()), 4, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
-      const float* row = logits_view_.data() + greedy_rows[g] * vocab;
-      size_t best = 0;
-      float max = row[0];
-      bool finite = !std::isnan(row[0]);
-      for (size_t v = 1; v < vocab; ++v) {
-        finite &= !std::isnan(row[v]);
-        if (row[v] > max) {
-          max = row[v];
-          best = v;
-        }
-      }
-      double sum = 0;
-      for (size_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v] - max));
-      greedy[g].token = static_cast<int32_t>(best);
-      greedy[g].raw_logprob = static_cast<float>(-std::log(sum));
-      greedy[g].logprob = greedy[g].raw_logprob;
-      greedy_ok[g] = finite && std::isfinite(max);
+      greedy[g] = model::SampleGreedy(absl::Span<const float>(logits_view_).subspan(greedy_rows[g] * vocab, vocab));
     }
   });
   for (const auto& [task, g] : greedy_draws) {
-    if (!greedy_ok[g]) {
-      FailTask(task, absl::InvalidArgumentError("logits with a NaN or no finite value"), true);
+    if (!greedy[g].ok()) {
+      FailTask(task, greedy[g].status(), true);
       continue;
     }
-    AfterSample(task, greedy[g]);
+    AfterSample(task, *greedy[g]);
   }
   for (Draw& draw : draws) {
     if (!draw.result.ok()) {
