@@ -112,6 +112,41 @@ void EngineImpl::RunRequest(Request* request) {
   calls_in_flight_.fetch_sub(1);
 }
 
+template <typename T>
+std::vector<absl::StatusOr<T>> EngineImpl::RunTasks(
+    Request& request, size_t n,
+    absl::FunctionRef<std::unique_ptr<Task>(size_t, absl::StatusOr<T>&)> make,
+    absl::FunctionRef<T(Task&)> finish) {
+  std::vector<absl::StatusOr<T>> out(n, absl::UnknownError("not run"));
+  std::vector<Task*> task_of(n, nullptr);
+  {
+    EngineLock lock(&mu_);
+    const absl::Status usable = CheckUsable();
+    for (size_t i = 0; i < n; ++i) {
+      if (!usable.ok()) {
+        out[i] = usable;
+        continue;
+      }
+      std::unique_ptr<Task> task = make(i, out[i]);
+      if (task == nullptr) continue;
+      task_of[i] = task.get();
+      request.tasks.push_back(std::move(task));
+    }
+  }
+  if (request.tasks.empty()) return out;
+  RunRequest(&request);
+  for (size_t i = 0; i < n; ++i) {
+    if (task_of[i] == nullptr) continue;
+    Task& task = *task_of[i];
+    if (task.status.ok()) {
+      out[i] = finish(task);
+    } else {
+      out[i] = task.status;
+    }
+  }
+  return out;
+}
+
 // ----------------------------------------------------------------- branches
 
 absl::StatusOr<BranchId> EngineImpl::NewBranch(const Prompt& prompt, const BranchOptions& options) {
@@ -125,60 +160,41 @@ absl::StatusOr<BranchId> EngineImpl::NewBranch(const Prompt& prompt, const Branc
 std::vector<absl::StatusOr<BranchId>> EngineImpl::NewBranches(
     std::vector<std::vector<int32_t>> prompts, const std::vector<BranchOptions>& options,
     const std::vector<std::map<std::string, std::string>>& metadata) {
-  std::vector<absl::StatusOr<BranchId>> out(prompts.size(), absl::UnknownError("not run"));
   Request request;
-  std::vector<size_t> task_of(prompts.size(), SIZE_MAX);
-  {
-    EngineLock lock(&mu_);
-    const absl::Status usable = CheckUsable();
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      if (!usable.ok()) {
-        out[i] = usable;
-        continue;
-      }
-      const kv_tree::KvNamespace ns = NamespaceFor(options[i].kv_namespace);
-      if (prompts[i].empty()) {
-        // A branch at the namespace root: nothing to compute.
-        absl::StatusOr<kv_tree::Extension> ext = tree_->Insert(ns, {});
-        if (!ext.ok()) {
-          out[i] = ext.status();
-          continue;
+  return RunTasks<BranchId>(
+      request, prompts.size(),
+      [&](size_t i, absl::StatusOr<BranchId>& result) -> std::unique_ptr<Task> {
+        mu_.AssertHeld();
+        const kv_tree::KvNamespace ns = NamespaceFor(options[i].kv_namespace);
+        if (prompts[i].empty()) {
+          // A branch at the namespace root: nothing to compute.
+          absl::StatusOr<kv_tree::Extension> ext = tree_->Insert(ns, {});
+          if (!ext.ok()) {
+            result = ext.status();
+            return nullptr;
+          }
+          const BranchId id{next_branch_id_++};
+          BranchRecord& r = records_[id.value];
+          r.branch = ext->branch;
+          r.kv_namespace = options[i].kv_namespace;
+          r.priority = options[i].priority;
+          r.metadata = metadata[i];
+          ++stats_.live_branches;
+          result = id;
+          return nullptr;
         }
-        const BranchId id{next_branch_id_++};
-        BranchRecord& r = records_[id.value];
-        r.branch = ext->branch;
-        r.kv_namespace = options[i].kv_namespace;
-        r.priority = options[i].priority;
-        r.metadata = metadata[i];
-        ++stats_.live_branches;
-        out[i] = id;
-        continue;
-      }
-      auto task = std::make_unique<Task>();
-      task->kind = Task::Kind::kPrefill;
-      task->index = static_cast<int32_t>(request.tasks.size());
-      task->priority = options[i].priority;
-      task->ns = ns;
-      task->owns_branch = true;
-      task->branch_options = options[i];
-      task->metadata = metadata[i];
-      task->input = std::move(prompts[i]);
-      task_of[i] = request.tasks.size();
-      request.tasks.push_back(std::move(task));
-    }
-  }
-  if (request.tasks.empty()) return out;
-  RunRequest(&request);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    if (task_of[i] == SIZE_MAX) continue;
-    const Task& task = *request.tasks[task_of[i]];
-    if (task.status.ok()) {
-      out[i] = task.id;
-    } else {
-      out[i] = task.status;
-    }
-  }
-  return out;
+        auto task = std::make_unique<Task>();
+        task->kind = Task::Kind::kPrefill;
+        task->index = static_cast<int32_t>(request.tasks.size());
+        task->priority = options[i].priority;
+        task->ns = ns;
+        task->owns_branch = true;
+        task->branch_options = options[i];
+        task->metadata = metadata[i];
+        task->input = std::move(prompts[i]);
+        return task;
+      },
+      [](Task& task) { return task.id; });
 }
 
 absl::Status EngineImpl::Append(BranchId branch, const Prompt& more) {
@@ -293,82 +309,64 @@ std::vector<absl::StatusOr<GenerateResult>> EngineImpl::GenerateMany(
   request.generate = options;
   request.deadline = options.deadline;
   request.cancel = options.cancel;
-  std::vector<size_t> task_of(branches.size(), SIZE_MAX);
   const bool penalties = params.repetition_penalty != 1.0f;
-  {
-    EngineLock lock(&mu_);
-    const absl::Status usable = CheckUsable();
-    for (size_t i = 0; i < branches.size(); ++i) {
-      if (!usable.ok()) {
-        out[i] = usable;
-        continue;
-      }
-      absl::StatusOr<BranchRecord*> record = FindRecord(branches[i]);
-      if (!record.ok()) {
-        out[i] = record.status();
-        continue;
-      }
-      if ((*record)->busy) {
-        out[i] = absl::FailedPreconditionError(absl::StrCat(BranchName(branches[i]), " is busy"));
-        continue;
-      }
-      absl::StatusOr<int64_t> length = tree_->Length((*record)->branch);
-      if (!length.ok()) {
-        out[i] = length.status();
-        continue;
-      }
-      if (*length == 0) {
-        out[i] = absl::FailedPreconditionError(
-            absl::StrCat(BranchName(branches[i]), " has no tokens to continue: append a prompt first"));
-        continue;
-      }
-      if (options.max_tokens == 0) {
-        GenerateResult empty;
-        empty.branch = branches[i];
-        out[i] = std::move(empty);
-        continue;
-      }
-      auto task = std::make_unique<Task>();
-      task->kind = Task::Kind::kDecode;
-      task->index = static_cast<int32_t>(i);
-      task->id = branches[i];
-      task->branch = (*record)->branch;
-      task->priority = std::max(options.priority, (*record)->priority);
-      task->length = task->start_length = *length;
-      absl::StatusOr<model::Sampler> sampler =
-          model::Sampler::Create(params, Rng(options.sampling.seed).Derive(static_cast<uint64_t>(i)));
-      if (!sampler.ok()) {
-        out[i] = sampler.status();
-        continue;
-      }
-      task->sampler.emplace(std::move(*sampler));
-      task->stop.emplace(*stop);
-      if (penalties) {
-        absl::StatusOr<std::vector<int32_t>> history = tree_->Tokens((*record)->branch);
-        if (!history.ok()) {
-          out[i] = history.status();
-          continue;
+  return RunTasks<GenerateResult>(
+      request, branches.size(),
+      [&](size_t i, absl::StatusOr<GenerateResult>& result) -> std::unique_ptr<Task> {
+        mu_.AssertHeld();
+        absl::StatusOr<BranchRecord*> record = FindRecord(branches[i]);
+        if (!record.ok()) {
+          result = record.status();
+          return nullptr;
         }
-        task->history = std::move(*history);
-      }
-      task->result.branch = branches[i];
-      (*record)->busy = true;
-      task_of[i] = request.tasks.size();
-      request.tasks.push_back(std::move(task));
-    }
-  }
-  if (request.tasks.empty()) return out;
-  RunRequest(&request);
-  for (size_t i = 0; i < branches.size(); ++i) {
-    if (task_of[i] == SIZE_MAX) continue;
-    Task& task = *request.tasks[task_of[i]];
-    if (task.status.ok()) {
-      out[i] = std::move(task.result);
-    } else {
-      out[i] = task.status;
-    }
-  }
-  return out;
+        if ((*record)->busy) {
+          result = absl::FailedPreconditionError(absl::StrCat(BranchName(branches[i]), " is busy"));
+          return nullptr;
+        }
+        absl::StatusOr<int64_t> length = tree_->Length((*record)->branch);
+        if (!length.ok()) {
+          result = length.status();
+          return nullptr;
+        }
+        if (*length == 0) {
+          result = absl::FailedPreconditionError(absl::StrCat(
+              BranchName(branches[i]), " has no tokens to continue: append a prompt first"));
+          return nullptr;
+        }
+        if (options.max_tokens == 0) {
+          GenerateResult empty;
+          empty.branch = branches[i];
+          result = std::move(empty);
+          return nullptr;
+        }
+        absl::StatusOr<model::Sampler> sampler =
+            model::Sampler::Create(params, Rng(options.sampling.seed).Derive(static_cast<uint64_t>(i)));
+        if (!sampler.ok()) {
+          result = sampler.status();
+          return nullptr;
+        }
+        auto task = std::make_unique<Task>();
+        if (penalties) {
+          absl::StatusOr<std::vector<int32_t>> history = tree_->Tokens((*record)->branch);
+          if (!history.ok()) {
+            result = history.status();
+            return nullptr;
+          }
+          task->history = std::move(*history);
+        }
+        task->kind = Task::Kind::kDecode;
+        task->index = static_cast<int32_t>(i);
+        task->id = branches[i];
+        task->branch = (*record)->branch;
+        task->priority = std::max(options.priority, (*record)->priority);
+        task->length = task->start_length = *length;
+        task->sampler.emplace(std::move(*sampler));
+        task->stop.emplace(*stop);
+        task->result.branch = branches[i];
+        (*record)->busy = true;
+        return task;
+      },
+      [](Task& task) { return std::move(task.result); });
 }
 
 absl::StatusOr<ScoreResult> EngineImpl::Score(BranchId branch, const Prompt& continuation) {

@@ -52,6 +52,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -181,6 +182,14 @@ class EngineImpl final : public Engine {
   absl::StatusOr<BranchRecord*> FindRecord(BranchId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues `request` and blocks until the scheduler finishes it.
   void RunRequest(Request* request) ABSL_LOCKS_EXCLUDED(mu_);
+  // The shape of every multi-branch call: under mu_ (and when the engine is
+  // usable), make(i, result) returns item i's task, or null after setting
+  // `result` (an error, or a value that needs no scheduling); the tasks run
+  // as `request` (blocking), and finish(task) gives a succeeded task's value.
+  template <typename T>
+  std::vector<absl::StatusOr<T>> RunTasks(
+      Request& request, size_t n, absl::FunctionRef<std::unique_ptr<Task>(size_t, absl::StatusOr<T>&)> make,
+      absl::FunctionRef<T(Task&)> finish) ABSL_LOCKS_EXCLUDED(mu_);
   // NewBranch for several prompts at once (one request); used by Load.
   std::vector<absl::StatusOr<BranchId>> NewBranches(
       std::vector<std::vector<int32_t>> prompts, const std::vector<BranchOptions>& options,

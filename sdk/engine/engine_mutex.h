@@ -31,6 +31,9 @@ class ABSL_LOCKABLE EngineMutex {
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
+  // Tells the thread-safety analysis that the caller holds the lock (in a
+  // callback that runs under it); checks nothing at run time.
+  void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK() {}
 
   // Blocks until `ready()` is true, releasing the mutex while it sleeps on
   // `cv`; `ready` runs with the mutex held. REQUIRES: the caller holds *this.
