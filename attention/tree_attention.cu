@@ -61,7 +61,7 @@ int64_t Bucket(int64_t n) {
 }
 
 enum Array { kSegPageIndptr, kPages, kFirstSlot, kSegEntryIndptr, kEntryQuery, kEntryLimit, kQueryIndptr,
-             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kPartialBase, kNumChunks, kRowSlotIndptr, kNumQueries,
+             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kCtaFirstItem, kPartialBase, kNumChunks, kRowSlotIndptr, kNumQueries,
              kNumArrays };
 
 }  // namespace
@@ -97,6 +97,7 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {work_.query_items.data(), static_cast<int64_t>(work_.query_items.size())},
       {work_.items.data(), static_cast<int64_t>(work_.items.size() * sizeof(WorkItem) / 4)},
       {work_.cta_item_indptr.data(), static_cast<int64_t>(work_.cta_item_indptr.size())},
+      {work_.cta_first_item.data(), static_cast<int64_t>(work_.cta_first_item.size() * sizeof(WorkItem) / 4)},
       {work_.entry_partial_base.data(), static_cast<int64_t>(work_.entry_partial_base.size())},
       {work_.entry_num_chunks.data(), static_cast<int64_t>(work_.entry_num_chunks.size())},
       {work_.row_slot_indptr.data(), static_cast<int64_t>(work_.row_slot_indptr.size())},
@@ -188,6 +189,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.query_entries = blob + offsets_[kQueryEntries];
   p.items = reinterpret_cast<const WorkItem*>(blob + offsets_[kItems]);
   p.cta_item_indptr = blob + offsets_[kCtaIndptr];
+  p.cta_first_item = reinterpret_cast<const WorkItem*>(blob + offsets_[kCtaFirstItem]);
   p.entry_partial_base = blob + offsets_[kPartialBase];
   p.entry_num_chunks = blob + offsets_[kNumChunks];
   p.row_slot_indptr = blob + offsets_[kRowSlotIndptr];
@@ -195,6 +197,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.query_items = blob + offsets_[kQueryItems];
   const bool fused = fused_merge_ && work_.fused_merge;
   p.query_done = fused ? query_done_.As<int32_t>() : nullptr;
+  p.chain_items = chain_items_ ? 1 : 0;
   p.kv_pool = args.kv_pool;
   p.k_plane = args.layout.PlaneOffset(args.layer, 0);
   p.v_plane = args.layout.PlaneOffset(args.layer, 1);

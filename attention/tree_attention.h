@@ -82,6 +82,10 @@ class TreeAttention {
   // as a programmatic dependent launch (its launch and prologue overlap the
   // item kernel); false: a plain second launch. Takes effect at the next Run.
   void set_overlap_merge(bool overlap) { overlap_merge_ = overlap; }
+  // true (default): a CTA's consecutive batched items share one KV pipeline
+  // (the next item's first KV tiles load during the current item); false:
+  // every item fills and drains its own. Takes effect at the next Run.
+  void set_chain_items(bool chain) { chain_items_ = chain; }
 
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
@@ -96,6 +100,7 @@ class TreeAttention {
   int32_t min_chunk_ = kMinChunk;
   bool fused_merge_ = false;
   bool overlap_merge_ = true;
+  bool chain_items_ = true;
   bool pdl_supported_ = false;  // compute capability >= 9.0
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
@@ -115,7 +120,7 @@ class TreeAttention {
   gpu::PinnedBuffer staging_;
   gpu::DeviceBuffer partials_;
   cudaEvent_t staging_free_ = nullptr;
-  static constexpr int kNumUploadArrays = 15;  // the arrays Upload copies (tree_attention.cu)
+  static constexpr int kNumUploadArrays = 16;  // the arrays Upload copies (tree_attention.cu)
   int64_t offsets_[kNumUploadArrays + 1] = {};
 };
 

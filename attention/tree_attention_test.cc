@@ -71,8 +71,10 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
     BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * DTypeSize(c.out_dtype), nl));
     // Three merge paths: the merge kernel as a programmatic dependent launch
-    // (default), merged inside the persistent kernel (fused), a plain second launch.
+    // (default), merged inside the persistent kernel (fused), a plain second
+    // launch; the plain one also with every item draining its own KV pipeline.
     for (const char* merge : {"overlap", "fused", "plain"}) {
+      runner->set_chain_items(merge[0] != 'p');
       BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, d.out.data(), c.out_dtype, d.lse.As<float>());

@@ -161,7 +161,10 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     heap.push(least);
   }
   out.cta_item_indptr.assign(1, 0);
-  for (const auto& list : per_cta) {
+  out.cta_first_item.assign(ctas, WorkItem{});
+  for (int32_t c = 0; c < ctas; ++c) {
+    const std::vector<WorkItem>& list = per_cta[c];
+    if (!list.empty()) out.cta_first_item[c] = list.front();
     out.items.insert(out.items.end(), list.begin(), list.end());
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }

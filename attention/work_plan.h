@@ -39,9 +39,9 @@ inline constexpr int32_t kTileRows = 16 * kWarps;  // rows of a batched query ti
 inline constexpr int32_t kFlatRows = 16;   // query heads of a flattened item (2 per warp)
 inline constexpr int32_t kKvTile = 64;     // tokens per shared-memory KV tile (16-bit KV)
 // Fewest tokens of a split-K chunk by default (amortizes an item's start-up):
-// 256 measured 1.2x faster than 64 on the 64-leaf/2048/64 shape and equal
-// elsewhere (bench/RESULTS.md, n256 vs narrow).
-inline constexpr int32_t kMinChunk = 256;
+// on the H100, 128 measured 3% faster than 256 on the 64-leaf/2048/64 shape
+// and equal elsewhere, 64 1.3x slower there (PERF_NOTES.md, run S2-1).
+inline constexpr int32_t kMinChunk = 128;
 
 enum class ItemKind : int32_t { kBatched = 0, kFlattened = 1 };
 // kAuto: the cost model picks per segment between shared tiles (kBatched) and
@@ -97,6 +97,9 @@ struct WorkShape {
 struct WorkPlan {
   std::vector<WorkItem> items;          // grouped by CTA
   std::vector<int32_t> cta_item_indptr;  // num_ctas + 1
+  // Per CTA: a copy of its first item (zeros when it has none), so that a
+  // kernel can load it without waiting for cta_item_indptr.
+  std::vector<WorkItem> cta_first_item;
   // Partial slots: entry e owns slots entry_partial_base[e] + [0, entry_num_chunks[e]).
   // The slots of one query row are contiguous, row after row: row q's are
   // row_slot_indptr[q] .. row_slot_indptr[q + 1] (what the merge reads).

@@ -89,6 +89,15 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
   device.ctas_per_sm = c.ctas_per_sm;
   const WorkPlan wp = BuildWorkPlan(tree.plan, {c.q_heads, c.kv_heads, 64, 2, c.tile_rows}, device, c.choice);
   ASSERT_EQ(wp.cta_item_indptr.size(), static_cast<size_t>(device.num_ctas()) + 1);
+  ASSERT_EQ(wp.cta_first_item.size(), static_cast<size_t>(device.num_ctas()));
+  for (int32_t c = 0; c < device.num_ctas(); ++c) {
+    if (wp.cta_item_indptr[c] == wp.cta_item_indptr[c + 1]) continue;
+    const WorkItem& a = wp.cta_first_item[c];
+    const WorkItem& b = wp.items[wp.cta_item_indptr[c]];
+    EXPECT_TRUE(a.segment == b.segment && a.row_begin == b.row_begin && a.kv_head == b.kv_head &&
+                a.kv_begin == b.kv_begin && a.chunk == b.chunk && a.kind == b.kind)
+        << "cta " << c;
+  }
   for (const WorkItem& it : wp.items) {
     ASSERT_LE(it.row_count, it.kind == 0 ? c.tile_rows : kFlatRows);
     if (c.choice == PathChoice::kPerSequence) {

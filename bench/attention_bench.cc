@@ -3,8 +3,10 @@
 //   tree     TreeAttention's defaults: PathChoice::kAuto (cost model; shared
 //            KV tiles), default kernel variant, split-K chunks of at least
 //            kMinChunk tokens, the merge as a programmatic dependent launch;
-//   c64/c128 the same with chunks of at least 64 / 128 tokens;
+//   c64/c256 the same with chunks of at least 64 / 256 tokens;
 //   plain    the defaults with the merge as a plain second launch;
+//   nochain  the defaults with every batched item filling and draining its
+//            own KV pipeline (no loads of the next item during the current);
 //   perseq   PathChoice::kPerSequence: each row reads its whole path itself,
 //            tensor-core tiles per sequence (FlashInfer-style GQA decode)
 //   flat     PathChoice::kFlattened: FlashDecoding-style split-K on CUDA cores
@@ -44,13 +46,14 @@ struct Shape {
 };
 
 struct Row {
-  double tree = 0, c64 = 0, c128 = 0, plain = 0, perseq = 0, flat = 0, floor = 0;
+  double tree = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, perseq = 0, flat = 0, floor = 0;
 };
 // One column of the table: a path and the runner's settings.
 struct Variant {
   PathChoice path;
   int32_t min_chunk;  // 0: TreeAttention's default
   bool overlap_merge;
+  bool chain_items;
   double Row::*cell;
   const char* tag;
 };
@@ -110,6 +113,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   BENCH_OK(runner.status());
   if (v.min_chunk > 0) (*runner)->set_min_chunk(v.min_chunk);
   (*runner)->set_overlap_merge(v.overlap_merge);
+  (*runner)->set_chain_items(v.chain_items);
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -172,13 +176,14 @@ std::vector<Shape> Shapes() {
 
 void PrintTable() {
   // Ratios against the default (tree) column.
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree", "c64", "c128",
-              "plain", "perseq", "flat", "floor", "x_floor", "ps/tree", "fl/tree");
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree", "c64",
+              "c256", "plain", "nochain", "perseq", "flat", "floor", "x_floor", "ps/tree", "fl/tree");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
     if (r.tree <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n", name.c_str(), r.tree, r.c64,
-                r.c128, r.plain, r.perseq, r.flat, r.floor, r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n", name.c_str(), r.tree,
+                r.c64, r.c256, r.plain, r.nochain, r.perseq, r.flat, r.floor, r.tree / r.floor, r.perseq / r.tree,
+                r.flat / r.tree);
   }
 }
 
@@ -189,12 +194,13 @@ int main(int argc, char** argv) {
   using namespace banyan::attention;
   for (const Shape& shape : Shapes()) {
     Order().push_back(shape.name);
-    for (const Variant& v : {Variant{PathChoice::kAuto, 0, true, &Row::tree, "tree"},
-                             Variant{PathChoice::kAuto, 64, true, &Row::c64, "c64"},
-                             Variant{PathChoice::kAuto, 128, true, &Row::c128, "c128"},
-                             Variant{PathChoice::kAuto, 0, false, &Row::plain, "plain"},
-                             Variant{PathChoice::kPerSequence, 0, true, &Row::perseq, "perseq"},
-                             Variant{PathChoice::kFlattened, 0, true, &Row::flat, "flat"}}) {
+    for (const Variant& v : {Variant{PathChoice::kAuto, 0, true, true, &Row::tree, "tree"},
+                             Variant{PathChoice::kAuto, 64, true, true, &Row::c64, "c64"},
+                             Variant{PathChoice::kAuto, 256, true, true, &Row::c256, "c256"},
+                             Variant{PathChoice::kAuto, 0, false, true, &Row::plain, "plain"},
+                             Variant{PathChoice::kAuto, 0, true, false, &Row::nochain, "nochain"},
+                             Variant{PathChoice::kPerSequence, 0, true, true, &Row::perseq, "perseq"},
+                             Variant{PathChoice::kFlattened, 0, true, true, &Row::flat, "flat"}}) {
       benchmark::RegisterBenchmark(absl::StrCat("attn/", v.tag, "/", shape.name).c_str(),
                                    [shape, v](benchmark::State& st) { RunShape(st, shape, v); })
           ->UseManualTime()

@@ -25,6 +25,7 @@ struct TreeParams {
   // The WorkPlan (work_plan.h).
   const WorkItem* items;                // [num_items], grouped by CTA
   const int32_t* cta_item_indptr;       // [gridDim.x + 1]
+  const WorkItem* cta_first_item;       // [gridDim.x] copy of each CTA's first item
   const int32_t* entry_partial_base;    // [num_entries]
   const int32_t* entry_num_chunks;      // [num_entries]
   const int32_t* row_slot_indptr;       // [num_queries + 1] each row's partial slots (contiguous)
@@ -33,6 +34,7 @@ struct TreeParams {
   // separate MergeKernel launch merges instead.
   const int32_t* query_items;           // [num_queries] items that touch each query row
   int32_t* query_done;                  // [num_queries] completions so far; 0 between launches
+  int32_t chain_items;                  // 1: consecutive batched items share one KV pipeline (tree.cuh)
   // Tensors.
   const void* kv_pool;   // KvLayout (kv_layout.h) of the KV dtype
   int64_t k_plane;       // element offset of the layer's K plane

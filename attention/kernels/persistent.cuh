@@ -26,23 +26,26 @@ inline constexpr int kPersistentSmemBytes =
     sizeof(T) == 4 ? kFlattenedSmemBytes<T, D> : kMaxOf<kBatchedSmemBytes<T, D>, kFlattenedSmemBytes<T, D>>;
 
 // The loop of one CTA over its items, for any batched-item implementation:
-// run_batched(item) runs a kBatched item (16-bit KV only), flattened items run
-// RunFlattenedItem. The next item's descriptor is loaded while the current one
-// runs (its load latency never sits between two items). s_rows / s_count:
+// run_batched(item, pipe, next, chain) runs a kBatched item (16-bit KV only;
+// chain: the CTA's next item is batched too, see tree.cuh KvPipeline), flattened items run RunFlattenedItem. The next item's
+// descriptor is loaded while the current one runs. s_rows / s_count:
 // the fused merge's shared memory (merge.cuh CompleteItem).
 template <typename T, int D, typename RunBatched>
 __device__ __forceinline__ void RunCtaItems(const TreeParams& p, char* smem, int32_t* s_rows, int* s_count,
                                             RunBatched&& run_batched) {
   TriggerDependents();  // the merge grid may launch now; it waits for this grid's completion
   const int32_t begin = p.cta_item_indptr[blockIdx.x], end = p.cta_item_indptr[blockIdx.x + 1];
-  WorkItem next{};
-  if (begin < end) next = p.items[begin];
+  WorkItem next = p.cta_first_item[blockIdx.x];  // loaded alongside the indptr, not after it
+  KvPipeline pipe;
   for (int32_t i = begin; i < end; ++i) {
     const WorkItem it = next;
-    if (i + 1 < end) next = p.items[i + 1];
+    const bool has_next = i + 1 < end;
+    if (has_next) next = p.items[i + 1];
     if constexpr (sizeof(T) == 2) {
       if (it.kind == static_cast<int32_t>(ItemKind::kBatched)) {
-        run_batched(it);
+        // Chained into the next item when it is batched too (its first KV tiles load during this one).
+        const bool chain = p.chain_items != 0 && has_next && next.kind == static_cast<int32_t>(ItemKind::kBatched);
+        run_batched(it, pipe, next, chain);
       } else {
         RunFlattenedItem<T, D>(p, it, smem);
       }
@@ -62,7 +65,9 @@ __global__ void __launch_bounds__(kThreads, 1) PersistentAttentionKernel(const T
   __shared__ int32_t s_rows[kMaxMergeRows];
   __shared__ int s_count;
   RunCtaItems<T, D>(p, smem, s_rows, &s_count,
-                    [&](const WorkItem& it) { RunBatchedItem<T, D>(p, it, smem); });
+                    [&](const WorkItem& it, KvPipeline& pipe, const WorkItem& next, bool chain) {
+                      RunBatchedItemChained<T, D>(p, it, smem, pipe, next, chain);
+                    });
 }
 
 }  // namespace banyan::attention::kernels

@@ -36,22 +36,53 @@ __device__ __forceinline__ uint32_t LoadQPair(const TreeParams& p, int64_t base)
   return PackPair<T>(LoadAny(p.q, p.q_dtype, base), LoadAny(p.q, p.q_dtype, base + 1));
 }
 
-// The item's segment metadata comes from the item itself (page_begin,
-// first_slot, entry_begin) and it.kv_end is already clamped to the largest kv
-// limit of its rows (work_plan.h), so the first KV copies wait only on the
-// page ids. s_max_limit is unused (kept for callers of the older signature).
+// Number of 64-token KV tiles of an item (its kv_end is already clamped to
+// the largest kv limit of its rows, work_plan.h).
+__device__ __forceinline__ int NumKvTiles(const WorkItem& it) {
+  return it.kv_end > it.kv_begin ? (it.kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
+}
+
+// The cp.async pipeline of one CTA across consecutive batched items
+// (thread-uniform state, owned by the item loop): an item's loader runs on into
+// the next item's first tiles, so a CTA's KV copies never stop between items.
+// Every issued tile is one commit group; tiles are issued in order, so tile t
+// of the current item is group first_group + t.
+struct KvPipeline {
+  int32_t committed = 0;    // groups committed so far
+  int32_t first_group = 0;  // group of the current item's tile 0 (when preloaded > 0)
+  int32_t stage0 = 0;       // stage of the current item's tile 0
+  int32_t preloaded = 0;    // the current item's tiles issued by the previous item
+};
+
+// Waits until at most `newer` of the most recent commit groups are pending.
+__device__ __forceinline__ void CpAsyncWaitNewer(int newer) {
+  static_assert(kStages == 4, "one case per possible count below");
+  switch (newer) {
+    case 0: CpAsyncWait<0>(); break;
+    case 1: CpAsyncWait<1>(); break;
+    case 2: CpAsyncWait<2>(); break;
+    default: CpAsyncWait<3>(); break;
+  }
+}
+
+// One batched item. The item's segment metadata comes from the item itself
+// (page_begin, first_slot, entry_begin) and it.kv_end is already clamped, so
+// the first KV copies wait only on the page ids. With chain (`next` is the
+// CTA's next item, batched too) and a short item (at most kStages KV tiles),
+// the last kStages - 1 loads of this item are the next item's first tiles
+// (whose page ids are prefetched into L2 at the start) and the item returns
+// without draining; otherwise the item ends with an empty pipeline. Long
+// items are not chained: on the H100 chaining them measured up to 5% slower
+// (h32/8 512-token suffixes, PERF_NOTES.md run S2-1), short ones 2-9% faster.
 template <typename T, int D>
-__device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkItem& it, char* smem,
-                                               int* s_max_limit = nullptr) {
-  (void)s_max_limit;
+__device__ __forceinline__ void RunBatchedItemChained(const TreeParams& p, const WorkItem& it, char* smem,
+                                                      KvPipeline& pl, const WorkItem& next, bool chain) {
   constexpr int kStagesN = kStages;
   constexpr int kStride = kSmemStride<T, D>;
   constexpr int kTileElems = kKvTile * kStride;
   constexpr int kKSteps = D / 16;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, tq = lane % 4;
   const int32_t seg_entry0 = it.entry_begin;
-  const int32_t* pages = p.page_indices + it.page_begin;
-  const int32_t first_slot = it.first_slot;
 
   // This thread's two rows (r = 0: packed row 16w + g, r = 1: 16w + g + 8).
   int32_t entry[2], head[2], qrow[2], limit[2];
@@ -66,10 +97,40 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
     qrow[r] = p.entry_query[entry[r]];
     limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
   }
-  const int32_t kv_end = it.kv_end;  // no row of the tile sees past this
   const bool warp_active = warp * 16 < it.row_count;
 
   T* tiles = reinterpret_cast<T*>(smem);
+  const int num_tiles = NumKvTiles(it);
+  chain = chain && num_tiles <= kStagesN;
+  const int next_tiles = chain ? NumKvTiles(next) : 0;
+  if (next_tiles > 0 && threadIdx.x < 2) {  // the lines holding the next item's first page ids
+    const int32_t pos = next.first_slot + next.kv_begin + threadIdx.x * ((kStagesN - 1) * kKvTile - 1);
+    const int32_t last = next.first_slot + next.kv_end - 1;
+    const int32_t* line = p.page_indices + next.page_begin + min(pos, last) / p.page_size;
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+  }
+  // The loader: virtual tile v < num_tiles is this item's tile v, else the
+  // next item's tile v - num_tiles; one commit group per tile, in order.
+  int vpos = pl.preloaded;
+  if (vpos == 0) pl.first_group = pl.committed;
+  int32_t next_first_group = pl.committed;
+  const int vend = num_tiles + next_tiles;
+  auto issue = [&](int v) {
+    T* stage = tiles + ((pl.stage0 + v) % kStagesN) * 2 * kTileElems;
+    if (v < num_tiles) {
+      LoadKvTileAnyPage<T, D, kKvTile, kThreads>(p, p.page_indices + it.page_begin, it.first_slot, it.kv_head,
+                                                 it.kv_begin + v * kKvTile, it.kv_end, stage, stage + kTileElems);
+    } else {
+      const int u = v - num_tiles;
+      if (u == 0) next_first_group = pl.committed;
+      LoadKvTileAnyPage<T, D, kKvTile, kThreads>(p, p.page_indices + next.page_begin, next.first_slot,
+                                                 next.kv_head, next.kv_begin + u * kKvTile, next.kv_end, stage,
+                                                 stage + kTileElems);
+    }
+    CpAsyncCommit();
+    ++pl.committed;
+  };
+
   // Q fragments in registers (scale applied to S later, in fp32).
   uint32_t qf[kKSteps][4];
 #pragma unroll
@@ -83,35 +144,21 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
       }
     }
   }
+  // Prologue (after the q loads, which need no wait to be issued): up to kStages - 1 tiles in flight (some may be in flight already).
+  while (vpos < kStagesN - 1 && vpos < vend) issue(vpos++);
 
   float o[D / 8][4];
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
 
-  const int num_tiles = kv_end > it.kv_begin ? (kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
-  // Prologue: tiles 0 .. kStages - 2, one commit group each (empty groups keep the count).
-#pragma unroll
-  for (int st = 0; st < kStagesN - 1; ++st) {
-    if (st < num_tiles) {
-      T* stage = tiles + st * 2 * kTileElems;
-      LoadKvTileAnyPage<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + st * kKvTile, kv_end,
-                                                 stage, stage + kTileElems);
-    }
-    CpAsyncCommit();
-  }
   for (int t = 0; t < num_tiles; ++t) {
-    const int ahead = t + kStagesN - 1;
-    if (ahead < num_tiles) {
-      T* stage = tiles + (ahead % kStagesN) * 2 * kTileElems;
-      LoadKvTileAnyPage<T, D, kKvTile, kThreads>(p, pages, first_slot, it.kv_head, it.kv_begin + ahead * kKvTile,
-                                                 kv_end, stage, stage + kTileElems);
-    }
-    CpAsyncCommit();
-    CpAsyncWait<kStagesN - 1>();  // tile t has landed
+    // The stage of virtual tile t + kStages - 1 last held tile t - 1 (done).
+    if (vpos < vend && vpos <= t + kStagesN - 1) issue(vpos++);
+    CpAsyncWaitNewer(pl.committed - (pl.first_group + t) - 1);  // tile t has landed
     __syncthreads();
     if (warp_active) {
-      const T* sK = tiles + (t % kStagesN) * 2 * kTileElems;
+      const T* sK = tiles + ((pl.stage0 + t) % kStagesN) * 2 * kTileElems;
       const T* sV = sK + kTileElems;
       const int32_t tok0 = it.kv_begin + t * kKvTile;
       float s[8][4];
@@ -185,7 +232,15 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
     }
     __syncthreads();  // this stage is refilled kStagesN - 1 tiles later
   }
-  CpAsyncWait<0>();  // no copy may still target shared memory when the item ends
+  if (chain) {  // the next item's first tiles stay in flight
+    pl.preloaded = vpos - num_tiles;
+    pl.first_group = next_first_group;
+    pl.stage0 = (pl.stage0 + num_tiles) % kStagesN;
+  } else {
+    CpAsyncWait<0>();  // no copy may still target shared memory when the item ends
+    pl.preloaded = 0;
+    pl.stage0 = 0;
+  }
 
   // Finish: row sums over the 4 threads of a row, then the partial states.
 #pragma unroll
@@ -202,6 +257,16 @@ __device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkIt
     }
     if (tq == 0) p.partial_lse[slot * p.num_q_heads + head[r]] = FinalLse2(m[r], l[r]);
   }
+}
+
+// One batched item with an empty pipeline before and after (any caller).
+// s_max_limit is unused (kept for callers of the older signature).
+template <typename T, int D>
+__device__ __forceinline__ void RunBatchedItem(const TreeParams& p, const WorkItem& it, char* smem,
+                                               int* s_max_limit = nullptr) {
+  (void)s_max_limit;
+  KvPipeline pipe;
+  RunBatchedItemChained<T, D>(p, it, smem, pipe, it, false);
 }
 
 }  // namespace banyan::attention::kernels

@@ -334,6 +334,35 @@ def load_flashinfer():
         return None, f"import failed: {type(e).__name__}: {str(e)[:400]}"
 
 
+def warm_flashinfer(fi_methods):
+    """Builds (or loads from the JIT cache) the FlashInfer modules of fi_methods: one tiny run each."""
+    t0 = time.time()
+    fi, status = load_flashinfer()
+    print(json.dumps({"kind": "warm_fi", "flashinfer": status, "import_s": time.time() - t0}), flush=True)
+    if fi is None:
+        return 1
+    workspace = torch.empty(128 << 20, dtype=torch.uint8, device=DEV)
+    # Same head counts, dtypes and page size as the sweep: the JIT module depends on those, not on sizes.
+    for hq, hkv in [(8, 1), (32, 8)]:
+        p = Problem("warm", hq, hkv, 8, [(1, 64), (2, 32), (8, 16)], seed=1)
+        for name, make in [("cascade", lambda: fi_cascade(p, fi, workspace)),
+                           ("decode_paged", lambda: fi_decode_paged(p, fi, workspace))]:
+            if name not in fi_methods and not (name == "cascade" and "cascade_2level" in fi_methods):
+                continue
+            t = time.time()
+            try:
+                built, _ = make()
+                built[0]()
+                torch.cuda.synchronize()
+                st = "ok"
+            except Exception as e:  # noqa: BLE001
+                st = f"error: {type(e).__name__}: {str(e)[:300]}"
+            print(json.dumps({"kind": "warm_fi", "method": name, "hq": hq, "hkv": hkv, "status": st,
+                              "seconds": time.time() - t}), flush=True)
+    print(json.dumps({"kind": "warm_fi", "total_s": time.time() - t0}), flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="a few shapes only")
@@ -341,11 +370,20 @@ def main():
     ap.add_argument("--no-flashinfer", action="store_true")
     ap.add_argument("--max-seconds", type=float, default=420, help="stop starting new shapes after this")
     ap.add_argument("--filter", default="", help="substring a shape name must contain")
+    ap.add_argument("--fi-methods", default="cascade,cascade_2level,decode_paged",
+                    help="comma list of FlashInfer methods to run: cascade, cascade_2level, decode_paged "
+                         "(each compiles its own JIT module on first use)")
+    ap.add_argument("--warm-fi", action="store_true",
+                    help="only build FlashInfer's JIT modules for --fi-methods (one tiny problem each, no "
+                         "timing) and exit: run it in the background while other GPU work is timed")
     ap.add_argument("--fi-graph", action="store_true",
                     help="also FlashInfer cascade in its use_cuda_graph mode, captured (not yet run on "
                          "the device; capturing the plain wrapper hit an illegal address there)")
     args = ap.parse_args()
     t_start = time.time()
+    fi_methods = set(m for m in args.fi_methods.split(",") if m)
+    if args.warm_fi:
+        return warm_flashinfer(fi_methods)
     sink = open(args.jsonl, "w") if args.jsonl else None
     torch.backends.cuda.matmul.allow_tf32 = False
 
@@ -384,12 +422,14 @@ def main():
             methods.append(("hydragen_2level_graph", lambda: graphed(hydragen(p2))))
         methods.append(("sdpa_per_seq", lambda: sdpa_per_seq(p, torch.cuda.mem_get_info()[0])))
         if fi:
-            methods.append(("fi_cascade", lambda: fi_cascade(p, fi, workspace)))
+            if "cascade" in fi_methods:
+                methods.append(("fi_cascade", lambda: fi_cascade(p, fi, workspace)))
             if args.fi_graph:
                 methods.append(("fi_cascade_graph", lambda: graphed(fi_cascade(p, fi, workspace, True))))
-            if len(levels) > 2:
+            if len(levels) > 2 and "cascade_2level" in fi_methods:
                 methods.append(("fi_cascade_2level", lambda: fi_cascade(p2, fi, workspace)))
-            methods.append(("fi_decode_paged", lambda: fi_decode_paged(p, fi, workspace)))
+            if "decode_paged" in fi_methods:
+                methods.append(("fi_decode_paged", lambda: fi_decode_paged(p, fi, workspace)))
         hyd_out = None
         row = {"shape": name, "floor": floor_ms}
         for mname, make in methods:
