@@ -63,6 +63,11 @@ absl::Status CheckLogits(absl::Span<const float> logits, sampling::RowScan* scan
 }
 
 absl::Status CheckHistory(absl::Span<const int32_t> tokens, size_t vocab) {
+  // A branch-free scan first (histories run to many thousands of tokens per
+  // branch and step); the loop that names the token only on failure.
+  uint32_t bad = 0;
+  for (int32_t t : tokens) bad |= static_cast<uint32_t>(static_cast<uint64_t>(static_cast<uint32_t>(t)) >= vocab);
+  if (bad == 0) return absl::OkStatus();
   for (int32_t t : tokens) {
     if (t < 0 || static_cast<size_t>(t) >= vocab) {
       return absl::OutOfRangeError(absl::StrCat("sampling: history token ", t, " outside [0, ", vocab, ")"));
