@@ -2,21 +2,31 @@
 // Llama-shaped randomly initialized model (hidden 2048, 16 layers, 32 query /
 // 8 KV heads of 64, intermediate 8192, vocab 32000; bf16 on the CUDA backend):
 //
-//   BM_Decode/mode/branches/prefix   a prompt of `prefix` random tokens,
-//       prefilled once, forked into `branches` branches that share its KV,
-//       each given its own first token, then decoding 128 new tokens
-//       (greedy, EOS ignored) in one
-//       GenerateMany. mode 0 = tree attention (the default), 1 = per-sequence
-//       attention (every node flattened: each branch reads its whole path), 2 =
-//       no attention over the context (the ceiling).
-//   BM_Decode/0/1024/{1K..16K}      the prefix sweep at 1,024 branches.
+//   BM_Decode/mode/branches/prefix/sampled   a prompt of `prefix` random
+//       tokens, prefilled once, forked into `branches` branches that share its
+//       KV, each given its own first token, then decoding 128 new tokens (EOS
+//       ignored) in one GenerateMany. mode 0 = tree attention (the default), 1
+//       = per-sequence attention (every node flattened: each branch reads its
+//       whole path), 2 = no attention over the context (the ceiling).
+//       sampled 0 = greedy, 1 = temperature 0.8 + top-p 0.95 (every branch
+//       samples its own row through Sampler).
+//   BM_Decode/0/1024/{1K..16K}/0    the prefix sweep at 1,024 branches.
 //
 // Counters: decode_tok_s = generated tokens / seconds inside decode forward
-// passes (EngineStats::decode_seconds); wall_tok_s = generated tokens / wall
-// time of the GenerateMany call (adds sampling, plan building and host work);
-// step_ms = mean decode step; kv_share = KV tokens attended / KV tokens read.
+// passes (EngineStats::decode_seconds; the forward pass includes the copy of
+// the logits to the host); wall_tok_s = generated tokens / wall time of the
+// GenerateMany call (adds sampling, plan building and host work); step_ms =
+// mean decode forward pass; host_ms = wall per step - step_ms (the engine's
+// host work between forward passes); kv_share = KV tokens attended / KV
+// tokens read. Where the step goes, measured beside the engine on the same
+// shapes: copy_ms = one pinned device-to-host copy of the step's logits
+// (branches x 32000 fp32); greedy_ms = SampleGreedy over those rows on the
+// engine's sampling threads (min(cores, 16)); greedy_ref_ms = the same with the
+// plain double reference sampler (the engine's greedy path before the fast
+// sampler); attention = step_ms(mode 0 or 1) - step_ms(mode 2).
 // The HF transformers baseline on the same model runs from
 // bench/hf_generate_baseline.py in the same device session.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -24,12 +34,18 @@
 
 #include "absl/time/clock.h"
 #include "banyan/engine.h"
+#include "banyan/status_macros.h"
 #include "benchmark/benchmark.h"
 #include "model/cpu/random_weights.h"
 #include "model/cuda/cuda_backend.h"
+#include "model/ops/thread_pool.h"
+#include "model/sampling/reference_sampler.h"
+#include "model/sampling/sampler.h"
 #include "sdk/engine/engine_testing.h"
 #include "sdk/engine/testing/counting_backend.h"
 #include "sdk/base/rng.h"
+#include "sdk/gpu/cuda_status.h"
+#include "sdk/gpu/device_buffer.h"
 #include "sdk/gpu/device_info.h"
 
 namespace banyan {
@@ -46,6 +62,62 @@ const model::ModelWeights& Weights() {
   return *weights;
 }
 
+// Mean milliseconds of fn() over `reps` runs after one warm-up run.
+template <typename Fn>
+double MeanMs(int reps, Fn fn) {
+  fn();
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < reps; ++i) fn();
+  return 1e3 * absl::ToDoubleSeconds(absl::Now() - start) / reps;
+}
+
+// The step's logits copy and greedy sampling, timed alone (see the header).
+struct StepParts {
+  double copy_ms = 0, greedy_ms = 0, greedy_ref_ms = 0;
+};
+
+absl::StatusOr<StepParts> MeasureStepParts(int32_t rows, int32_t vocab) {
+  const size_t floats = static_cast<size_t>(rows) * vocab;
+  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer device, gpu::DeviceBuffer::Allocate(floats * sizeof(float)));
+  BANYAN_ASSIGN_OR_RETURN(gpu::PinnedBuffer host, gpu::PinnedBuffer::Allocate(floats * sizeof(float)));
+  BANYAN_ASSIGN_OR_RETURN(gpu::Stream stream, gpu::Stream::Create());
+  float* logits = host.As<float>();
+  Rng rng(9);
+  for (size_t i = 0; i < floats; ++i) logits[i] = 2.0f * rng.Normal();
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpy(device.data(), logits, floats * sizeof(float), cudaMemcpyHostToDevice));
+  StepParts parts;
+  absl::Status status;
+  parts.copy_ms = MeanMs(10, [&] {
+    status.Update(BANYAN_CUDA_STATUS(cudaMemcpyAsync(logits, device.data(), floats * sizeof(float),
+                                                     cudaMemcpyDeviceToHost, stream.get())));
+    status.Update(stream.Synchronize());
+  });
+  BANYAN_RETURN_IF_ERROR(status);
+  const int threads = static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  model::ops::ThreadPool pool(threads);
+  std::vector<int32_t> tokens(rows);
+  parts.greedy_ms = MeanMs(10, [&] {
+    pool.ParallelFor(rows, 4, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        tokens[r] = model::SampleGreedy(absl::MakeConstSpan(logits + r * vocab, vocab)).value().token;
+      }
+    });
+  });
+  model::SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  BANYAN_ASSIGN_OR_RETURN(model::sampling::ReferenceSampler ref,
+                          model::sampling::ReferenceSampler::Create(greedy, Rng(1)));
+  parts.greedy_ref_ms = MeanMs(3, [&] {
+    pool.ParallelFor(rows, 4, [&](int64_t begin, int64_t end) {
+      model::sampling::ReferenceSampler local = ref;
+      for (int64_t r = begin; r < end; ++r) {
+        tokens[r] = local.Sample(absl::MakeConstSpan(logits + r * vocab, vocab), {}, {}).value().token;
+      }
+    });
+  });
+  return parts;
+}
+
 void BM_Decode(benchmark::State& state) {
   if (!gpu::HasGpu()) {
     state.SkipWithError("no GPU");
@@ -54,6 +126,7 @@ void BM_Decode(benchmark::State& state) {
   const auto mode = static_cast<EngineOptions::AttentionMode>(state.range(0));
   const int32_t branches = static_cast<int32_t>(state.range(1));
   const int32_t prefix = static_cast<int32_t>(state.range(2));
+  const bool sampled = state.range(3) != 0;
   constexpr int32_t kNewTokens = 128;
 
   absl::StatusOr<std::unique_ptr<model::Backend>> backend = model::CreateCudaBackend(Weights());
@@ -82,10 +155,12 @@ void BM_Decode(benchmark::State& state) {
   for (int32_t& t : prompt) t = static_cast<int32_t>(rng.UniformInt(32000));
 
   GenerateOptions gen;
-  gen.sampling.temperature = 0.0f;
+  gen.sampling.temperature = sampled ? 0.8f : 0.0f;
+  gen.sampling.top_p = sampled ? 0.95f : 1.0f;
+  gen.sampling.seed = 7;
   gen.max_tokens = kNewTokens;
   gen.ignore_eos = true;
-  double decode_tok_s = 0, wall_tok_s = 0, step_ms = 0, prefill_s = 0, share = 0;
+  double decode_tok_s = 0, wall_tok_s = 0, step_ms = 0, host_ms = 0, prefill_s = 0, share = 0;
   for (auto _ : state) {
     const absl::Time p0 = absl::Now();
     absl::StatusOr<BranchId> root = engine.NewBranch(Prompt::Tokens(prompt));
@@ -124,7 +199,9 @@ void BM_Decode(benchmark::State& state) {
     const double decode_s = after.decode_seconds - before.decode_seconds;
     decode_tok_s = generated / decode_s;
     wall_tok_s = generated / wall;
-    step_ms = 1e3 * decode_s / static_cast<double>(after.decode_steps - before.decode_steps);
+    const double steps = static_cast<double>(after.decode_steps - before.decode_steps);
+    step_ms = 1e3 * decode_s / steps;
+    host_ms = 1e3 * wall / steps - step_ms;
     share = static_cast<double>(after.kv_tokens_attended - before.kv_tokens_attended) /
             static_cast<double>(after.kv_tokens_read - before.kv_tokens_read);
     for (BranchId k : kids) (void)engine.Release(k);
@@ -133,22 +210,34 @@ void BM_Decode(benchmark::State& state) {
   state.counters["decode_tok_s"] = decode_tok_s;
   state.counters["wall_tok_s"] = wall_tok_s;
   state.counters["step_ms"] = step_ms;
+  state.counters["host_ms"] = host_ms;
   state.counters["prefill_s"] = prefill_s;
   state.counters["kv_share"] = share;
   state.counters["rows"] = static_cast<double>(engine.Stats().max_rows_in_step);
+  if (mode == EngineOptions::AttentionMode::kTree && !sampled) {
+    absl::StatusOr<StepParts> parts = MeasureStepParts(branches, model::Llama1bShapedConfig().vocab_size);
+    if (!parts.ok()) {
+      state.SkipWithError(std::string(parts.status().message()).c_str());
+      return;
+    }
+    state.counters["copy_ms"] = parts->copy_ms;
+    state.counters["greedy_ms"] = parts->greedy_ms;
+    state.counters["greedy_ref_ms"] = parts->greedy_ref_ms;
+  }
 }
 
 BENCHMARK(BM_Decode)
-    ->ArgNames({"mode", "branches", "prefix"})
-    ->Args({0, 256, 2048})
-    ->Args({1, 256, 2048})
-    ->Args({2, 256, 2048})
-    ->Args({0, 1024, 1024})
-    ->Args({0, 1024, 2048})
-    ->Args({0, 1024, 4096})
-    ->Args({0, 1024, 8192})
-    ->Args({0, 1024, 16384})
-    ->Args({2, 1024, 16384})
+    ->ArgNames({"mode", "branches", "prefix", "sampled"})
+    ->Args({0, 256, 2048, 0})
+    ->Args({1, 256, 2048, 0})
+    ->Args({2, 256, 2048, 0})
+    ->Args({0, 256, 2048, 1})
+    ->Args({0, 1024, 1024, 0})
+    ->Args({0, 1024, 2048, 0})
+    ->Args({0, 1024, 4096, 0})
+    ->Args({0, 1024, 8192, 0})
+    ->Args({0, 1024, 16384, 0})
+    ->Args({2, 1024, 16384, 0})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
