@@ -7,10 +7,11 @@
 
 namespace banyan::attention {
 
-absl::Status ValidateAttentionArgs(const AttentionArgs& args) {
+absl::Status ValidateAttentionArgs(const AttentionArgs& args, PlanCheck check) {
   if (args.plan == nullptr) return absl::InvalidArgumentError("attention: plan is null");
   const AttentionPlan& plan = *args.plan;
-  const std::string plan_error = plan.Validate();
+  const bool full = check == PlanCheck::kFull;
+  const std::string plan_error = full ? plan.Validate() : std::string();
   if (!plan_error.empty()) return absl::InvalidArgumentError(absl::StrCat("attention: invalid plan: ", plan_error));
   const KvLayout& layout = args.layout;
   if (plan.page_size != layout.page_size) {
@@ -35,7 +36,7 @@ absl::Status ValidateAttentionArgs(const AttentionArgs& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("attention: layer ", args.layer, " outside [0, ", layout.num_layers, ")"));
   }
-  for (size_t i = 0; i < plan.page_indices.size(); ++i) {
+  for (size_t i = 0; full && i < plan.page_indices.size(); ++i) {
     if (plan.page_indices[i] >= layout.num_pages) {
       return absl::InvalidArgumentError(absl::StrCat("attention: page id ", plan.page_indices[i], " (at ", i,
                                                      ") >= layout num_pages ", layout.num_pages));

@@ -51,14 +51,26 @@ struct AttentionArgs {
   int32_t group_size() const { return num_q_heads / layout.num_kv_heads; }
 };
 
+// How much of the plan ValidateAttentionArgs checks.
+//   kFull           everything (the default everywhere).
+//   kPlanValidated  the O(size of the plan) checks are skipped: the plan's
+//                   invariants (AttentionPlan::Validate) and every page id <
+//                   layout.num_pages. For a caller that has just checked both
+//                   itself, for this very plan and layout (model/forward.h
+//                   ValidateForwardBatch does), so that a step validates its
+//                   plan once. The O(1) checks still run. REQUIRES: that check
+//                   happened; the kernels index memory with the plan's values.
+enum class PlanCheck { kFull, kPlanValidated };
+
 // Checks everything a kernel relies on: the plan's invariants
 // (AttentionPlan::Validate), plan->page_size == layout.page_size, head_dim 64
 // or 128, num_q_heads a positive multiple of num_kv_heads, layout.dtype_bytes
 // matching kv_dtype, 0 <= layer < num_layers, every page id < num_pages,
 // a finite positive scale and non-null pointers (q, out, kv_pool may be null
 // only when there are no query rows). Returns kInvalidArgument with the first
-// violation in words; OK otherwise. O(size of the plan).
-[[nodiscard]] absl::Status ValidateAttentionArgs(const AttentionArgs& args);
+// violation in words; OK otherwise. O(size of the plan) with kFull, O(1) with
+// kPlanValidated (see PlanCheck).
+[[nodiscard]] absl::Status ValidateAttentionArgs(const AttentionArgs& args, PlanCheck check = PlanCheck::kFull);
 
 }  // namespace banyan::attention
 

@@ -130,8 +130,9 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
   return absl::OkStatus();
 }
 
-absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream) {
-  BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args));
+absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream,
+                                    PlanCheck check) {
+  BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
   int ctas_per_sm = 1;
   variant_ = next_variant_;
   BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {

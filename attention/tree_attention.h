@@ -57,8 +57,11 @@ class TreeAttention {
   ~TreeAttention();
 
   // Plans `args` and uploads the plan asynchronously on `stream`. Blocks only
-  // until the previous Prepare's upload has left the staging buffer.
-  [[nodiscard]] absl::Status Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream);
+  // until the previous Prepare's upload has left the staging buffer. `check`:
+  // ValidateAttentionArgs' (attention_args.h); kPlanValidated only for a
+  // caller that has itself validated this plan against this layout.
+  [[nodiscard]] absl::Status Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream,
+                                     PlanCheck check = PlanCheck::kFull);
   // Runs the prepared plan: writes args.out and, when not null, args.lse.
   // REQUIRES: args describes the same plan shape as the last Prepare.
   [[nodiscard]] absl::Status Run(const AttentionArgs& args, cudaStream_t stream);

@@ -145,7 +145,16 @@ TEST(TreeAttentionGpuApiTest, GraphCaptureAndErrors) {
   AttentionArgs bad = args;
   bad.layout.head_dim = 96;
   EXPECT_THAT(runner->Prepare(bad, PathChoice::kAuto, stream.get()), StatusIs(absl::StatusCode::kInvalidArgument));
-  BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+  EXPECT_THAT(runner->Prepare(bad, PathChoice::kAuto, stream.get(), PlanCheck::kPlanValidated),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  AttentionPlan broken = tree.plan;
+  broken.entry_kv_limit[0] = 0;
+  AttentionArgs bad_plan = args;
+  bad_plan.plan = &broken;
+  EXPECT_THAT(runner->Prepare(bad_plan, PathChoice::kAuto, stream.get()), StatusIs(absl::StatusCode::kInvalidArgument));
+  // The graph below runs a plan prepared without repeating the plan checks (made here).
+  BANYAN_ASSERT_OK(ValidateAttentionArgs(args));
+  BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get(), PlanCheck::kPlanValidated));
   BANYAN_ASSERT_OK(stream.Synchronize());
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;

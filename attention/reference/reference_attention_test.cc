@@ -189,6 +189,20 @@ TEST(ValidateAttentionArgsTest, RejectsBadArguments) {
   a = good;
   a.plan = &broken;
   expect_bad(a, "kv limit out of range");
+  // kPlanValidated skips only the O(plan) checks (the caller made them).
+  BANYAN_EXPECT_OK(ValidateAttentionArgs(good, PlanCheck::kPlanValidated));
+  a = good;
+  a.layout.head_dim = 96;
+  EXPECT_THAT(ValidateAttentionArgs(a, PlanCheck::kPlanValidated),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("head_dim")));
+  a = good;
+  a.layout.page_size = 8;
+  EXPECT_THAT(ValidateAttentionArgs(a, PlanCheck::kPlanValidated),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_size")));
+  a = good;
+  a.plan = nullptr;
+  EXPECT_THAT(ValidateAttentionArgs(a, PlanCheck::kPlanValidated),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan is null")));
 }
 
 }  // namespace
