@@ -171,6 +171,9 @@ std::vector<Shape> Shapes() {
     // The same tree treated as two levels (the problem's 512 tokens copied into every sample).
     shapes.push_back({absl::StrFormat("h%d/%d as2lvl 2048/1024x768", hq, hkv), hq, hkv, {1, 1024}, {2048, 768}});
   }
+  // Latency probe (not an issue shape): one query row, two 64-token segments, i.e. two one-tile
+  // items and the merge: what a launch costs before any real work.
+  shapes.push_back({"h8/1 probe 1x(64+64)", 8, 1, {1, 1}, {64, 64}});
   return shapes;
 }
 

@@ -23,6 +23,8 @@
 #include "attention/kernels/params.cuh"
 #include "attention/kernels/state.cuh"
 
+#include <type_traits>
+
 namespace banyan::attention::kernels {
 
 inline constexpr int kMergeThreads = 128;
@@ -49,6 +51,15 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
   constexpr int kPerLane = D / 32;
   const int64_t idx = int64_t{row} * p.num_q_heads + head;
   const int32_t n = end - begin;
+  using Vec = std::conditional_t<kPerLane == 4, float4, float2>;
+  const float* src = p.partial_o + (int64_t{begin} * p.num_q_heads + head) * D + lane * kPerLane;
+  const int64_t stride = int64_t{p.num_q_heads} * D;
+  // The first 8 slots' o go out with the lse loads (one L2 round trip for both).
+  Vec first[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if (j < n) first[j] = __ldcg(reinterpret_cast<const Vec*>(src + j * stride));
+  }
   // Pass 1: the lse of every slot (lane j: slots j, j + 32, ...), their max.
   const float lse0 = lane < n ? __ldcg(p.partial_lse + int64_t{begin + lane} * p.num_q_heads + head) : -CUDART_INF_F;
   float max_lse = lse0;
@@ -61,6 +72,17 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
   float acc[kPerLane];
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) acc[j] = 0.0f;
+  auto add = [&](float wk, const Vec& v) {
+    if constexpr (kPerLane == 4) {
+      acc[0] += wk * v.x;
+      acc[1] += wk * v.y;
+      acc[2] += wk * v.z;
+      acc[3] += wk * v.w;
+    } else {
+      acc[0] += wk * v.x;
+      acc[1] += wk * v.y;
+    }
+  };
   float sum = 0.0f;
   for (int32_t c0 = 0; c0 < n; c0 += 32) {
     const int32_t c = c0 + lane;
@@ -69,25 +91,13 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
     const float w = c < n ? MergeWeight(lse, max_lse) : 0.0f;
     sum += w;
     const int32_t count = min(32, n - c0);
-    const float* src = p.partial_o + (int64_t{begin + c0} * p.num_q_heads + head) * D + lane * kPerLane;
-    const int64_t stride = int64_t{p.num_q_heads} * D;
     for (int32_t k0 = 0; k0 < count; k0 += 8) {  // 8 independent loads in flight
 #pragma unroll
       for (int32_t j = 0; j < 8; ++j) {
         const int32_t k = k0 + j;
         const float wk = __shfl_sync(0xffffffffu, w, k & 31);
         if (k < count) {
-          if constexpr (kPerLane == 4) {
-            const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * stride));
-            acc[0] += wk * v.x;
-            acc[1] += wk * v.y;
-            acc[2] += wk * v.z;
-            acc[3] += wk * v.w;
-          } else {
-            const float2 v = __ldcg(reinterpret_cast<const float2*>(src + k * stride));
-            acc[0] += wk * v.x;
-            acc[1] += wk * v.y;
-          }
+          add(wk, c0 + k0 == 0 ? first[j] : __ldcg(reinterpret_cast<const Vec*>(src + (c0 + k) * stride)));
         }
       }
     }

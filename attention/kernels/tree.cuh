@@ -109,6 +109,14 @@ __device__ __forceinline__ void RunBatchedItemChained(const TreeParams& p, const
     const int32_t* line = p.page_indices + next.page_begin + min(pos, last) / p.page_size;
     asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
   }
+  int32_t next_qrow[2] = {0, 0};  // the next item's q rows of this thread's two row slots
+  if (next_tiles > 0) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int local = warp * 16 + gq + r * 8;
+      if (local < next.row_count) next_qrow[r] = p.entry_query[next.entry_begin + (next.row_begin + local) / p.group];
+    }
+  }
   // The loader: virtual tile v < num_tiles is this item's tile v, else the
   // next item's tile v - num_tiles; one commit group per tile, in order.
   int vpos = pl.preloaded;
@@ -131,6 +139,10 @@ __device__ __forceinline__ void RunBatchedItemChained(const TreeParams& p, const
     ++pl.committed;
   };
 
+  // Prologue first: its page-id loads travel with the rows' entry_query loads
+  // above (one round trip, not two), then the copies are issued.
+  while (vpos < kStagesN - 1 && vpos < vend) issue(vpos++);
+
   // Q fragments in registers (scale applied to S later, in fp32).
   uint32_t qf[kKSteps][4];
 #pragma unroll
@@ -144,8 +156,20 @@ __device__ __forceinline__ void RunBatchedItemChained(const TreeParams& p, const
       }
     }
   }
-  // Prologue (after the q loads, which need no wait to be issued): up to kStages - 1 tiles in flight (some may be in flight already).
-  while (vpos < kStagesN - 1 && vpos < vend) issue(vpos++);
+  // The chained next item's q rows into L2 (their row ids were loaded with ours).
+  if (next_tiles > 0) {
+    const int32_t row_bytes = D * (p.q_dtype == 0 ? 4 : 2);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int local = warp * 16 + gq + r * 8;
+      if (local < next.row_count && tq * 128 < row_bytes) {
+        const int32_t packed = next.row_begin + local;
+        const int32_t h = next.kv_head * p.group + packed % p.group;
+        const char* line = static_cast<const char*>(p.q) + (int64_t{next_qrow[r]} * p.num_q_heads + h) * row_bytes + tq * 128;
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+      }
+    }
+  }
 
   float o[D / 8][4];
 #pragma unroll
