@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "attention/kernels/merge.cuh"
 #include "attention/kernels/persistent.cuh"
+#include "attention/kernels/tree_wgmma.cuh"
 #include "banyan/status_macros.h"
 #include "sdk/gpu/cuda_status.h"
 
@@ -54,6 +55,31 @@ absl::StatusOr<int> ConfigureKernel() {
   return std::max(1, blocks);
 }
 
+// The same for PersistentWgmmaKernel (16-bit KV only).
+template <typename T, int D>
+absl::StatusOr<int> ConfigureWgmmaKernel() {
+  constexpr int kSmem = kernels::kWgmmaSmemBytes<T, D>;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentWgmmaKernel<T, D>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  int blocks = 0;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, kernels::PersistentWgmmaKernel<T, D>, kernels::kThreads, kSmem));
+  return std::max(1, blocks);
+}
+
+// Whether the image loaded for the current device has the sm_90a kernels.
+absl::StatusOr<bool> ProbeWgmma(int device) {
+  int major = 0;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major != 9) return false;
+  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer flag, gpu::DeviceBuffer::Allocate(sizeof(int32_t)));
+  kernels::WgmmaProbeKernel<><<<1, 1>>>(flag.As<int32_t>());
+  if (cudaGetLastError() != cudaSuccess) return false;  // no image for this device: no wgmma
+  int32_t value = 0;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpy(&value, flag.data(), sizeof(value), cudaMemcpyDeviceToHost));
+  return value == 1;
+}
+
 int64_t Bucket(int64_t n) {
   int64_t c = 64;
   while (c < n) c *= 2;
@@ -75,6 +101,7 @@ absl::StatusOr<std::unique_ptr<TreeAttention>> TreeAttention::Create() {
   int major = 0;
   BANYAN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   runner->pdl_supported_ = major >= 9;
+  BANYAN_ASSIGN_OR_RETURN(runner->wgmma_available_, ProbeWgmma(device));
   return runner;
 }
 
@@ -135,9 +162,21 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
   int ctas_per_sm = 1;
   variant_ = next_variant_;
+  if (variant_ == KernelVariant::kWgmma && !wgmma_available_) {
+    return absl::FailedPreconditionError(
+        "attention: the wgmma variant needs an sm_90a kernel image on a compute capability 9.0 device");
+  }
+  if (variant_ == KernelVariant::kAuto) variant_ = wgmma_available_ ? KernelVariant::kWgmma : KernelVariant::kNarrow;
+  if (args.kv_dtype == DType::kF32) variant_ = KernelVariant::kNarrow;  // no batched items
   BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
+    if constexpr (sizeof(T) == 2) {
+      if (variant_ == KernelVariant::kWgmma) {
+        BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureWgmmaKernel<T, D>()));
+        return absl::OkStatus();
+      }
+    }
     BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D>()));
     return absl::OkStatus();
   }));
@@ -220,7 +259,15 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
-    kernels::PersistentAttentionKernel<T, D><<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D>, stream>>>(p);
+    if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
+      if constexpr (sizeof(T) == 2) {
+        kernels::PersistentWgmmaKernel<T, D>
+            <<<grid_, kernels::kThreads, kernels::kWgmmaSmemBytes<T, D>, stream>>>(p, wgmma_narrow_rows_);
+      }
+    } else {
+      kernels::PersistentAttentionKernel<T, D>
+          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D>, stream>>>(p);
+    }
     BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     if (fused) return absl::OkStatus();  // the persistent kernel merged every row
     cudaLaunchConfig_t config = {};

@@ -45,7 +45,13 @@ namespace banyan::attention {
 // (kTileRows per tile, tree.cuh, 4 KV stages, Q fragments in registers, one
 // CTA per SM). (Two earlier variants, 32 rows per warp and a two-CTA-per-SM
 // tile, measured slower on the H100 and were removed: attention/PERF_NOTES.md.)
-enum class KernelVariant { kNarrow };
+// kWgmma (kernels/tree_wgmma.cuh): 64 rows per warpgroup on Hopper warpgroup
+// MMA (wgmma, sm_90a), K and V read by the tensor cores straight from
+// swizzled shared memory; needs an sm_90a image on a compute capability 9.0
+// device (TreeAttention::wgmma_available()). kAuto (the default) is kWgmma
+// where available and kNarrow elsewhere; variant() reports the resolved
+// choice (fp32 KV, which has no batched items, resolves to kNarrow).
+enum class KernelVariant { kNarrow, kWgmma, kAuto };
 
 class TreeAttention {
  public:
@@ -68,9 +74,20 @@ class TreeAttention {
   // Prepare + Run.
   [[nodiscard]] absl::Status Attend(const AttentionArgs& args, PathChoice path, cudaStream_t stream);
 
-  // Takes effect at the next Prepare. Default kNarrow.
+  // Takes effect at the next Prepare. Default kAuto. Prepare fails with
+  // kFailedPrecondition for kWgmma where wgmma_available() is false.
   void set_variant(KernelVariant variant) { next_variant_ = variant; }
+  // The variant the last Prepare resolved (never kAuto).
   KernelVariant variant() const { return variant_; }
+  // Whether the loaded kernel image has the sm_90a wgmma kernels (probed once
+  // by Create).
+  bool wgmma_available() const { return wgmma_available_; }
+  // kWgmma only: batched items of at most `rows` rows run the kNarrow tile
+  // inside the same launch instead of a 64-row warpgroup tile. Default
+  // kWgmmaNarrowRows (0: every batched item on wgmma, measured faster on
+  // every shape of the sweep). Takes effect at the next Run.
+  static constexpr int32_t kWgmmaNarrowRows = 0;
+  void set_wgmma_narrow_rows(int32_t rows) { wgmma_narrow_rows_ = rows; }
   // Fewest KV tokens of a split-K chunk (DeviceModel::min_chunk). Takes
   // effect at the next Prepare. Default kMinChunk.
   void set_min_chunk(int32_t tokens) { min_chunk_ = tokens; }
@@ -98,8 +115,10 @@ class TreeAttention {
   TreeAttention() = default;
   absl::Status Upload(const AttentionPlan& plan, cudaStream_t stream);
 
-  KernelVariant next_variant_ = KernelVariant::kNarrow;
+  KernelVariant next_variant_ = KernelVariant::kAuto;
   KernelVariant variant_ = KernelVariant::kNarrow;
+  bool wgmma_available_ = false;
+  int32_t wgmma_narrow_rows_ = kWgmmaNarrowRows;
   int32_t min_chunk_ = kMinChunk;
   bool fused_merge_ = false;
   bool overlap_merge_ = true;

@@ -1,0 +1,344 @@
+// The batched (tree) work item on Hopper warpgroup MMA (sm_90a): the same
+// work item, math (state.cuh) and partial (o / l, lse2) outputs as
+// RunBatchedItem (tree.cuh), with the two products on wgmma instead of
+// mma.sync. 256 threads = two warpgroups; warpgroup g owns packed rows
+// 64g..64g+63 of the kTileRows tile (warp w owns rows 16w..16w+15, as in
+// tree.cuh). Per 64-token KV tile (cp.async into the 128-byte-swizzled layout
+// of wgmma.cuh, kWgmmaStages<D> stages, prefetch kWgmmaStages<D> - 3 ahead):
+//   S[64 x 64] = Q[64 x D] . K^T      Q from registers, K from shared memory
+//   online softmax per row in registers, P (16-bit) in registers
+//   O[64 x D] += P[64 x 64] . V       P from registers, V from shared memory
+//                                     (transposed B, no ldmatrix)
+// Per tile t a warpgroup issues Q . K^T of tile t and then P . V of tile
+// t - 1, waits for S only, and runs the softmax of tile t while P . V of
+// tile t - 1 is still on the tensor cores (FlashAttention-3's intra-warpgroup
+// overlap); then it retires P . V, rescales O and packs P of tile t. The page
+// ids of the next tile's copies are fetched a tile early (SwizzledKvLoader).
+// Shared-memory hazards: tile t + ahead is written (before the barrier of
+// tile t) into the stage of tile t + ahead - stages = t - 3; every warpgroup
+// had retired P . V of tile t - 3 (read in iteration t - 2) before it passed
+// the barrier of tile t - 1, so one barrier per tile suffices.
+//
+// PersistentWgmmaKernel is PersistentAttentionKernel (persistent.cuh) with
+// this item for batched items of more than `narrow_rows` rows (smaller ones
+// run tree.cuh's 16-rows-per-warp item; TreeAttention's default sends all to
+// wgmma, measured faster). Outside an
+// sm_90a pass the kernels are empty: the host runs them only after
+// WgmmaProbeKernel said the loaded image is sm_90a.
+#ifndef BANYAN_ATTENTION_KERNELS_TREE_WGMMA_CUH_
+#define BANYAN_ATTENTION_KERNELS_TREE_WGMMA_CUH_
+
+#include "attention/kernels/decode.cuh"
+#include "attention/kernels/merge.cuh"
+#include "attention/kernels/params.cuh"
+#include "attention/kernels/persistent.cuh"
+#include "attention/kernels/state.cuh"
+#include "attention/kernels/tree.cuh"
+#include "attention/kernels/wgmma.cuh"
+
+namespace banyan::attention::kernels {
+
+// KV stages: D = 128 6 x 32 KB, D = 64 8 x 16 KB; tiles ahead = stages - 3.
+template <int D>
+inline constexpr int kWgmmaStages = D == 64 ? 8 : 6;
+// Elements of one K or V tile ([D / 64] blocks of [kKvTile][64]).
+template <int D>
+inline constexpr int kWgmmaTileElems = kKvTile * D;
+template <typename T, int D>
+inline constexpr int kWgmmaItemBytes = kWgmmaStages<D> * 2 * kWgmmaTileElems<D> * static_cast<int>(sizeof(T));
+
+// Dynamic shared memory of PersistentWgmmaKernel: any of its three items,
+// plus 1 KB to align the swizzled tiles to 1024 bytes.
+template <typename T, int D>
+inline constexpr int kWgmmaSmemBytes =
+    kMaxOf<kMaxOf<kWgmmaItemBytes<T, D>, kBatchedSmemBytes<T, D>>, kFlattenedSmemBytes<T, D>> + 1024;
+
+// Copies of one item's KV tiles into the swizzled layout (wgmma.cuh), with
+// the page ids of the next tile fetched one tile early: Issue(x) uses the ids
+// the previous Fetch(x) left in registers, so no copy waits on a page-id load
+// (except the item's first). Each thread owns one 16-byte column of kRows
+// rows of every tile. Tokens at or past it.kv_end are zero-filled (never
+// read). kPageSize > 0: the page size as a constant (== p.page_size); 0 reads
+// p.page_size.
+template <typename T, int D, int kPageSize>
+struct SwizzledKvLoader {
+  static constexpr int kVecs = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte vectors per row
+  static constexpr int kElemsPerVec = 16 / static_cast<int>(sizeof(T));
+  static constexpr int kRowStep = kThreads / kVecs;
+  static constexpr int kRows = kKvTile / kRowStep;
+  static_assert(kThreads % kVecs == 0 && kRowStep % 8 == 0 && kKvTile % kRowStep == 0);
+
+  const TreeParams& p;
+  const int32_t* pages;
+  int32_t first_slot, kv_begin, kv_end, page_size;
+  int64_t head_off;
+  int row0, vec, dst0;
+  int32_t page[kRows];  // page ids of the fetched tile's rows
+
+  __device__ __forceinline__ SwizzledKvLoader(const TreeParams& params, const WorkItem& it)
+      : p(params),
+        pages(params.page_indices + it.page_begin),
+        first_slot(it.first_slot),
+        kv_begin(it.kv_begin),
+        kv_end(it.kv_end),
+        page_size(kPageSize > 0 ? kPageSize : params.page_size),
+        head_off(int64_t{it.kv_head} * (kPageSize > 0 ? kPageSize : params.page_size)),
+        row0(threadIdx.x / kVecs),
+        vec(threadIdx.x % kVecs),
+        // Block of 64 columns, and the swizzled chunk (row % 8 == row0 % 8 for every row).
+        dst0((threadIdx.x % kVecs / 8) * (kKvTile * 64) + ((threadIdx.x % kVecs % 8) ^ (threadIdx.x / kVecs % 8)) *
+                                                                 kElemsPerVec) {}
+
+  __device__ __forceinline__ int32_t Pos(int tile, int i) const {
+    const int32_t tok = kv_begin + tile * kKvTile + row0 + i * kRowStep;
+    return first_slot + (tok < kv_end ? tok : 0);
+  }
+  __device__ __forceinline__ void Fetch(int tile) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) page[i] = pages[Pos(tile, i) / page_size];
+  }
+  __device__ __forceinline__ void Issue(int tile, T* sK, T* sV) const {
+    const T* pool = static_cast<const T*>(p.kv_pool);
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int row = row0 + i * kRowStep;
+      const bool valid = kv_begin + tile * kKvTile + row < kv_end;
+      const int64_t offset =
+          ((int64_t{page[i]} * p.num_kv_heads) * page_size + head_off + Pos(tile, i) % page_size) * D +
+          vec * kElemsPerVec;
+      const int s = dst0 + row * 64;
+      CpAsync16(sK + s, pool + p.k_plane + offset, valid);
+      CpAsync16(sV + s, pool + p.v_plane + offset, valid);
+    }
+  }
+};
+
+// REQUIRES: smem 1024-byte aligned, kWgmmaItemBytes<T, D> long; T 16-bit.
+template <typename T, int D, int kPageSize>
+__device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, const WorkItem& it, char* smem) {
+#ifdef BANYAN_WGMMA_ENABLED
+  constexpr int kStagesN = kWgmmaStages<D>;
+  constexpr int kAhead = kStagesN - 3;
+  constexpr int kTileElems = kWgmmaTileElems<D>;
+  constexpr int kKSteps = D / 16;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, tq = lane % 4;
+
+  // This thread's two rows (r = 0: packed row 16w + g, r = 1: 16w + g + 8).
+  int32_t entry[2], head[2], qrow[2], limit[2];
+  bool valid[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int local = warp * 16 + gq + r * 8;
+    valid[r] = local < it.row_count;
+    const int32_t packed = it.row_begin + (valid[r] ? local : 0);
+    entry[r] = it.entry_begin + packed / p.group;
+    head[r] = it.kv_head * p.group + packed % p.group;
+    qrow[r] = p.entry_query[entry[r]];
+    limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
+  }
+  // Warpgroup-uniform: a warpgroup without rows issues no wgmma.
+  const bool group_active = (warp / 4) * 64 < it.row_count;
+
+  SwizzledKvLoader<T, D, kPageSize> loader(p, it);
+  T* tiles = reinterpret_cast<T*>(smem);
+  const int num_tiles = it.kv_end > it.kv_begin ? (it.kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
+  loader.Fetch(0);
+#pragma unroll
+  for (int st = 0; st < kAhead; ++st) {
+    if (st < num_tiles) {
+      loader.Issue(st, tiles + st * 2 * kTileElems, tiles + st * 2 * kTileElems + kTileElems);
+      loader.Fetch(st + 1);
+    }
+    CpAsyncCommit();
+  }
+
+  // Q fragments (the wgmma A layout is the mma.sync one per warp); the scale
+  // is applied to S in fp32.
+  uint32_t qf[kKSteps][4];
+#pragma unroll
+  for (int ks = 0; ks < kKSteps; ++ks) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int64_t base = (int64_t{qrow[r]} * p.num_q_heads + head[r]) * D + ks * 16 + half * 8 + tq * 2;
+        qf[ks][half * 2 + r] = valid[r] ? LoadQPair<T>(p, base) : 0u;
+      }
+    }
+  }
+
+  float o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
+  uint32_t pa[4][4];  // P of the previous tile (A of its P . V, in flight)
+#pragma unroll
+  for (int i = 0; i < 16; ++i) pa[i / 4][i % 4] = 0u;
+
+  for (int t = 0; t < num_tiles; ++t) {
+    const int ahead = t + kAhead;
+    if (ahead < num_tiles) {
+      T* stage = tiles + (ahead % kStagesN) * 2 * kTileElems;
+      loader.Issue(ahead, stage, stage + kTileElems);
+      loader.Fetch(ahead + 1);
+    }
+    CpAsyncCommit();
+    CpAsyncWait<kAhead>();  // this thread's copies of tile t have landed
+    FenceProxyAsync();      // ... and are visible to the tensor cores
+    __syncthreads();        // every thread's copies of tile t
+    if (group_active) {
+      const T* sK = tiles + (t % kStagesN) * 2 * kTileElems;
+      const int32_t tok0 = it.kv_begin + t * kKvTile;
+      float s[32];
+      WgmmaFence();
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        // K-major B: block ks / 4, 32 bytes per k-step inside the block.
+        const uint64_t desc = SmemDescriptor(sK + (ks / 4) * (kKvTile * 64) + (ks % 4) * 16, 16, 1024);
+        Wgmma<T, 0>(s, qf[ks], desc, ks > 0 ? 1 : 0);
+      }
+      WgmmaCommit();
+      // P . V of tile t - 1 runs while this tile's softmax does. For t = 0 it
+      // adds P = 0 times tile 0's V (landed, finite): no branch around wgmma.
+      const T* sV = tiles + ((t > 0 ? t - 1 : 0) % kStagesN) * 2 * kTileElems + kTileElems;
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        // MN-major B: 16 token rows per k-step; next 64 columns of D at LBO.
+        Wgmma<T, 1>(o, pa[kk], SmemDescriptor(sV + kk * 16 * 64, kKvTile * 128, 1024), 1);
+      }
+      WgmmaCommit();
+      WgmmaWait<1>();  // S of tile t
+      FenceRegs(s);
+
+      // Scale, mask, row max over the 4 threads of a row.
+      float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int r = j / 2;
+          const int32_t tok = tok0 + nt * 8 + tq * 2 + (j % 2);
+          float& x = s[nt * 4 + j];
+          x = tok < limit[r] ? x * p.scale_log2 : -CUDART_INF_F;
+          tile_max[r] = fmaxf(tile_max[r], x);
+        }
+      }
+      float factor[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float m_new = fmaxf(m[r], tile_max[r]);
+        factor[r] = RescaleFactor(m[r], m_new);
+        m[r] = m_new;
+        l[r] *= factor[r];
+      }
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        s[i] = Prob(s[i], m[(i % 4) / 2]);
+        l[(i % 4) / 2] += s[i];
+      }
+      WgmmaWait<0>();  // P . V of tile t - 1: o and pa are free
+      FenceRegs(o);
+#pragma unroll
+      for (int i = 0; i < D / 8; ++i) {
+        o[i * 4 + 0] *= factor[0];
+        o[i * 4 + 1] *= factor[0];
+        o[i * 4 + 2] *= factor[1];
+        o[i * 4 + 3] *= factor[1];
+      }
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        // n-block nt covers tokens 8nt..8nt+7: k-step nt / 2, low or high half.
+        pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt * 4 + 0], s[nt * 4 + 1]);
+        pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
+      }
+    }
+  }
+  if (group_active && num_tiles > 0) {  // P . V of the last tile
+    const T* sV = tiles + ((num_tiles - 1) % kStagesN) * 2 * kTileElems + kTileElems;
+    FenceRegs(o);
+    WgmmaFence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      Wgmma<T, 1>(o, pa[kk], SmemDescriptor(sV + kk * 16 * 64, kKvTile * 128, 1024), 1);
+    }
+    WgmmaCommit();
+    WgmmaWait<0>();
+    FenceRegs(o);
+  }
+  CpAsyncWait<0>();  // no copy may still target shared memory when the item ends
+
+  // Finish: row sums over the 4 threads of a row, then the partial states.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    if (!valid[r]) continue;
+    const int64_t slot = int64_t{p.entry_partial_base[entry[r]]} + it.chunk;
+    const float inv = FinalScale(l[r]);
+    float* dst = p.partial_o + (slot * p.num_q_heads + head[r]) * D;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      *reinterpret_cast<float2*>(dst + i * 8 + tq * 2) =
+          make_float2(o[i * 4 + r * 2] * inv, o[i * 4 + r * 2 + 1] * inv);
+    }
+    if (tq == 0) p.partial_lse[slot * p.num_q_heads + head[r]] = FinalLse2(m[r], l[r]);
+  }
+#else
+  (void)p;
+  (void)it;
+  (void)smem;
+#endif
+}
+
+// The item with the launch's page size: 16 as a constant, any other at run time.
+template <typename T, int D>
+__device__ __forceinline__ void RunBatchedItemWgmma(const TreeParams& p, const WorkItem& it, char* smem) {
+  if (p.page_size == 16) {
+    RunBatchedItemWgmmaPaged<T, D, 16>(p, it, smem);
+  } else {
+    RunBatchedItemWgmmaPaged<T, D, 0>(p, it, smem);
+  }
+}
+
+// One launch of every work item (persistent.cuh RunCtaItems) with wgmma
+// batched items. narrow_rows: batched items of at most this many rows run
+// tree.cuh's item instead. T 16-bit only.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1) PersistentWgmmaKernel(const TreeParams p, int32_t narrow_rows) {
+#ifdef BANYAN_WGMMA_ENABLED
+  extern __shared__ __align__(1024) char smem_raw[];
+  __shared__ int32_t s_rows[kMaxMergeRows];
+  __shared__ int s_count;
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
+  // Items are not chained here (the CTA's KvPipeline stays empty): each one
+  // fills and drains its own pipeline.
+  RunCtaItems<T, D>(p, smem, s_rows, &s_count, [&](const WorkItem& it, KvPipeline&, const WorkItem&, bool) {
+    if (it.row_count > narrow_rows) {
+      RunBatchedItemWgmma<T, D>(p, it, smem);
+    } else {
+      RunBatchedItem<T, D>(p, it, smem);
+    }
+  });
+#else
+  (void)p;
+  (void)narrow_rows;
+#endif
+}
+
+// Writes 1 to *out when the running image was compiled for sm_90a (the
+// wgmma kernels are real), else 0.
+template <int kUnused = 0>
+__global__ void WgmmaProbeKernel(int32_t* out) {
+#ifdef BANYAN_WGMMA_ENABLED
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+}  // namespace banyan::attention::kernels
+
+#endif  // BANYAN_ATTENTION_KERNELS_TREE_WGMMA_CUH_

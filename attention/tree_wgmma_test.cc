@@ -1,0 +1,162 @@
+// GPU tests of the wgmma batched item (KernelVariant::kWgmma, sm_90a):
+// random trees against the double CPU reference, outputs poisoned (NaN)
+// before each run; every batched item on wgmma (narrow rows 0, the default)
+// and items of <= 16 rows on the mma.sync tile of the same launch (narrow
+// rows 16), the fused merge on the first; and the forced kNarrow kernel (the
+// switch back to mma.sync) on the same problems. Skipped without a GPU;
+// on a GPU without the sm_90a image the variant must be refused.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "attention/reference/reference_attention.h"
+#include "attention/testing/random_plan.h"
+#include "attention/tree_attention.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sdk/base/status_testing.h"
+#include "sdk/gpu/device_buffer.h"
+#include "sdk/gpu/gpu_test_util.h"
+
+namespace banyan::attention {
+namespace {
+
+using ::banyan::testing::StatusIs;
+using testing::RelativeError;
+using testing::ToDoubles;
+
+struct WgmmaCase {
+  int32_t levels, leaves, max_length, kv_heads, q_heads, head_dim;
+  DType kv_dtype, q_dtype, out_dtype;
+  bool prefill;
+  PathChoice path;
+  int32_t page_size;
+};
+
+class TreeWgmmaGpuTest : public ::testing::TestWithParam<WgmmaCase> {};
+
+TEST_P(TreeWgmmaGpuTest, MatchesReference) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  const WgmmaCase c = GetParam();
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
+  if (!runner->wgmma_available()) GTEST_SKIP() << "no sm_90a image for this device";
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  for (int trial = 0; trial < 2; ++trial) {
+    Rng rng(uint64_t{0x3a9} + trial * 104729 + c.leaves * 37 + c.levels * 5 + c.head_dim + c.q_heads * 11);
+    testing::RandomTreeOptions opt;
+    opt.levels = c.levels;
+    opt.leaves = c.leaves;
+    opt.max_length = c.max_length;
+    opt.plan.prefill = c.prefill;
+    opt.plan.page_size = c.page_size;
+    const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
+    const testing::AttentionProblem p =
+        testing::MakeProblem(tree, {c.kv_heads, c.q_heads, c.head_dim, 2, 1, c.kv_dtype, c.q_dtype}, rng);
+    const int64_t n = int64_t{tree.plan.num_queries} * c.q_heads * c.head_dim;
+    const int64_t nl = int64_t{tree.plan.num_queries} * c.q_heads;
+    std::vector<float> want(n), want_lse(nl);
+    BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
+    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer kv, gpu::DeviceBuffer::Allocate(p.kv.size()));
+    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer q, gpu::DeviceBuffer::Allocate(p.q.size()));
+    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer out, gpu::DeviceBuffer::Allocate(n * DTypeSize(c.out_dtype)));
+    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer lse, gpu::DeviceBuffer::Allocate(nl * 4));
+    BANYAN_ASSERT_OK(kv.CopyFromHost(p.kv.data(), p.kv.size()));
+    BANYAN_ASSERT_OK(q.CopyFromHost(p.q.data(), p.q.size()));
+    // narrow_rows 0: all on wgmma; 16: small items on mma.sync; -1: the forced kNarrow kernel.
+    for (int32_t narrow_rows : {0, 16, -1}) {
+      BANYAN_ASSERT_OK(out.Fill(0xff, stream.get()));  // NaN in every float dtype
+      BANYAN_ASSERT_OK(lse.Fill(0xff, stream.get()));
+      AttentionArgs args = p.Args(tree.plan, out.data(), c.out_dtype, lse.As<float>());
+      args.kv_pool = kv.data();
+      args.q = q.data();
+      runner->set_variant(narrow_rows < 0 ? KernelVariant::kNarrow : KernelVariant::kAuto);  // kAuto: kWgmma here
+      runner->set_wgmma_narrow_rows(narrow_rows);
+      runner->set_fused_merge(narrow_rows == 0);  // both merge paths
+      BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
+      EXPECT_EQ(runner->variant(), narrow_rows < 0 ? KernelVariant::kNarrow : KernelVariant::kWgmma);
+      BANYAN_ASSERT_OK(stream.Synchronize());
+      std::vector<uint8_t> got(n * DTypeSize(c.out_dtype));
+      std::vector<float> got_lse(nl);
+      BANYAN_ASSERT_OK(out.CopyToHost(got.data(), got.size()));
+      BANYAN_ASSERT_OK(lse.CopyToHost(got_lse.data(), nl * 4));
+      const double err = RelativeError(ToDoubles(got.data(), c.out_dtype, n), ToDoubles(want.data(), DType::kF32, n));
+      const double lse_err =
+          RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
+      int batched = 0;
+      for (const WorkItem& it : runner->work_plan().items) {
+        batched += narrow_rows >= 0 && it.kind == static_cast<int32_t>(ItemKind::kBatched) && it.row_count > narrow_rows;
+      }
+      std::printf("[ case ] wgmma narrow_rows %d rows %d entries %d items %zu (wgmma %d) rel_err %.3g lse_rel_err %.3g\n",
+                  narrow_rows, tree.plan.num_queries, tree.plan.num_entries(), runner->work_plan().items.size(),
+                  batched, err, lse_err);
+      EXPECT_LT(err, 1e-2) << "rows " << tree.plan.num_queries << " narrow_rows " << narrow_rows;
+      EXPECT_LT(lse_err, 2e-3) << "narrow_rows " << narrow_rows;
+    }
+  }
+}
+
+constexpr DType kB = DType::kBf16, kH = DType::kF16, kF = DType::kF32;
+INSTANTIATE_TEST_SUITE_P(
+    RandomPlans, TreeWgmmaGpuTest,
+    ::testing::Values(
+        // levels, leaves, max_len, kv_heads, q_heads, D, kv, q, out, prefill, path, page_size
+        WgmmaCase{2, 64, 300, 1, 8, 128, kB, kB, kB, false, PathChoice::kAuto, 16},      // GQA 8:1
+        WgmmaCase{2, 256, 200, 8, 32, 128, kB, kB, kF, false, PathChoice::kAuto, 16},    // 4:1
+        WgmmaCase{3, 100, 150, 2, 8, 64, kH, kH, kH, false, PathChoice::kBatched, 16},   // fp16, D 64
+        WgmmaCase{3, 90, 130, 4, 4, 128, kH, kF, kF, false, PathChoice::kBatched, 16},   // 1:1, fp16
+        WgmmaCase{4, 300, 90, 1, 4, 128, kB, kF, kF, false, PathChoice::kBatched, 7},    // partial pages
+        WgmmaCase{5, 500, 60, 2, 2, 64, kB, kB, kF, false, PathChoice::kAuto, 16},       // 1:1, D 64
+        WgmmaCase{2, 200, 100, 1, 1, 64, kB, kB, kF, false, PathChoice::kBatched, 5},    // 1:1, page 5
+        WgmmaCase{2, 48, 400, 2, 16, 128, kH, kH, kF, false, PathChoice::kBatched, 16},  // 8:1, fp16
+        WgmmaCase{1, 2, 3000, 1, 80, 128, kB, kB, kF, false, PathChoice::kAuto, 16},     // 80 rows / tile
+        WgmmaCase{2, 6, 100, 1, 8, 128, kB, kB, kF, true, PathChoice::kBatched, 16},     // prefill (causal)
+        WgmmaCase{3, 4, 70, 2, 8, 64, kH, kH, kF, true, PathChoice::kBatched, 8}));
+
+TEST(TreeWgmmaGpuApiTest, VariantResolution) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  int device = 0, major = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  std::printf("[ info ] compute capability major %d, wgmma_available %d\n", major, runner->wgmma_available());
+  if (major != 9) {
+    EXPECT_FALSE(runner->wgmma_available());
+  }
+  Rng rng(17);
+  testing::RandomTreeOptions opt;
+  opt.levels = 2;
+  opt.leaves = 8;
+  opt.max_length = 40;
+  const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
+  for (DType kv_dtype : {kB, kF}) {
+    const testing::AttentionProblem p = testing::MakeProblem(tree, {1, 4, 64, 1, 0, kv_dtype, kv_dtype}, rng);
+    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer kv, gpu::DeviceBuffer::Allocate(p.kv.size()));
+    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer q, gpu::DeviceBuffer::Allocate(p.q.size()));
+    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer out,
+                                gpu::DeviceBuffer::Allocate(int64_t{tree.plan.num_queries} * 4 * 64 * 4));
+    AttentionArgs args = p.Args(tree.plan, out.data(), kF, nullptr);
+    args.kv_pool = kv.data();
+    args.q = q.data();
+    runner->set_variant(KernelVariant::kAuto);
+    BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+    const bool wgmma = runner->wgmma_available() && kv_dtype != kF;
+    EXPECT_EQ(runner->variant(), wgmma ? KernelVariant::kWgmma : KernelVariant::kNarrow);
+    runner->set_variant(KernelVariant::kNarrow);  // the switch back to mma.sync
+    BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+    EXPECT_EQ(runner->variant(), KernelVariant::kNarrow);
+    runner->set_variant(KernelVariant::kWgmma);
+    if (runner->wgmma_available()) {
+      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+      EXPECT_EQ(runner->variant(), wgmma ? KernelVariant::kWgmma : KernelVariant::kNarrow);
+    } else {
+      EXPECT_THAT(runner->Prepare(args, PathChoice::kAuto, stream.get()),
+                  StatusIs(absl::StatusCode::kFailedPrecondition));
+    }
+    BANYAN_ASSERT_OK(stream.Synchronize());
+  }
+}
+
+}  // namespace
+}  // namespace banyan::attention
