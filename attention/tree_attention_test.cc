@@ -70,18 +70,29 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     std::vector<float> want(n), want_lse(nl);
     BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
     BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * DTypeSize(c.out_dtype), nl));
-    // Three merge paths: the merge kernel as a programmatic dependent launch
-    // (default), merged inside the persistent kernel (fused), a plain second
-    // launch; the plain one also with every item draining its own KV pipeline.
-    for (const char* merge : {"overlap", "fused", "plain"}) {
-      runner->set_chain_items(merge[0] != 'p');
+    // The default kernel (kAuto: wgmma where available) and kNarrow with each
+    // merge path: a programmatic dependent launch (default), merged inside the
+    // persistent kernel (fused), a plain second launch with every item
+    // draining its own KV pipeline (no chained items).
+    struct Config {
+      const char* name;
+      KernelVariant variant;
+      bool fused, overlap, chain;
+    };
+    for (const Config& config : {Config{"auto", KernelVariant::kAuto, false, true, true},
+                                 Config{"narrow", KernelVariant::kNarrow, false, true, true},
+                                 Config{"narrow-fused", KernelVariant::kNarrow, true, false, true},
+                                 Config{"narrow-plain-unchained", KernelVariant::kNarrow, false, false, false}}) {
+      const char* merge = config.name;
+      runner->set_variant(config.variant);
+      runner->set_chain_items(config.chain);
       BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, d.out.data(), c.out_dtype, d.lse.As<float>());
       args.kv_pool = d.kv.data();
       args.q = d.q.data();
-      runner->set_fused_merge(merge[0] == 'f');
-      runner->set_overlap_merge(merge[0] == 'o');
+      runner->set_fused_merge(config.fused);
+      runner->set_overlap_merge(config.overlap);
       BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
       BANYAN_ASSERT_OK(stream.Synchronize());
       std::vector<uint8_t> got(n * DTypeSize(c.out_dtype));
@@ -92,7 +103,7 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
       const double err = RelativeError(ToDoubles(got.data(), c.out_dtype, n), ToDoubles(want.data(), DType::kF32, n));
       const double lse_err =
           RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
-      std::printf("[ case ] merge %s rows %d entries %d items %zu rel_err %.3g lse_rel_err %.3g\n", merge,
+      std::printf("[ case ] %s rows %d entries %d items %zu rel_err %.3g lse_rel_err %.3g\n", merge,
                   tree.plan.num_queries, tree.plan.num_entries(),
                   runner->work_plan().items.size(), err, lse_err);
       EXPECT_LT(err, wide ? 1e-4 : 1e-2) << "rows " << tree.plan.num_queries;
