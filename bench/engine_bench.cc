@@ -23,7 +23,10 @@
 // (branches x 32000 fp32); greedy_ms = SampleGreedy over those rows on the
 // engine's sampling threads (min(cores, 16)); greedy_ref_ms = the same with the
 // plain double reference sampler (the engine's greedy path before the fast
-// sampler); attention = step_ms(mode 0 or 1) - step_ms(mode 2).
+// sampler); gpu_greedy_ms = LaunchGreedyRows on the device logits plus the copy
+// of 12 bytes per row back (what a step would cost with greedy on the GPU;
+// gpu_greedy_mismatch counts rows whose token differs from SampleGreedy's);
+// attention = step_ms(mode 0 or 1) - step_ms(mode 2).
 // The HF transformers baseline on the same model runs from
 // bench/hf_generate_baseline.py in the same device session.
 #include <algorithm>
@@ -39,6 +42,7 @@
 #include "model/cpu/random_weights.h"
 #include "model/cuda/cuda_backend.h"
 #include "model/ops/thread_pool.h"
+#include "model/sampling/greedy_cuda.h"
 #include "model/sampling/reference_sampler.h"
 #include "model/sampling/sampler.h"
 #include "sdk/engine/engine_testing.h"
@@ -73,7 +77,8 @@ double MeanMs(int reps, Fn fn) {
 
 // The step's logits copy and greedy sampling, timed alone (see the header).
 struct StepParts {
-  double copy_ms = 0, greedy_ms = 0, greedy_ref_ms = 0;
+  double copy_ms = 0, greedy_ms = 0, greedy_ref_ms = 0, gpu_greedy_ms = 0;
+  int64_t gpu_greedy_mismatch = 0;
 };
 
 absl::StatusOr<StepParts> MeasureStepParts(int32_t rows, int32_t vocab) {
@@ -115,6 +120,22 @@ absl::StatusOr<StepParts> MeasureStepParts(int32_t rows, int32_t vocab) {
       }
     });
   });
+  // Greedy on the device: 12 bytes per row come back instead of the row.
+  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer d_out, gpu::DeviceBuffer::Allocate(static_cast<size_t>(rows) * 12));
+  BANYAN_ASSIGN_OR_RETURN(gpu::PinnedBuffer h_out, gpu::PinnedBuffer::Allocate(static_cast<size_t>(rows) * 12));
+  model::sampling::GreedyRowsArgs args{.logits = device.As<float>(), .rows = rows, .vocab = vocab,
+                                       .tokens = d_out.As<int32_t>(), .logprobs = d_out.As<float>() + rows,
+                                       .bad = d_out.As<int32_t>() + 2 * rows};
+  parts.gpu_greedy_ms = MeanMs(10, [&] {
+    status.Update(model::sampling::LaunchGreedyRows(args, stream.get()));
+    status.Update(BANYAN_CUDA_STATUS(cudaMemcpyAsync(h_out.data(), d_out.data(), static_cast<size_t>(rows) * 12,
+                                                     cudaMemcpyDeviceToHost, stream.get())));
+    status.Update(stream.Synchronize());
+  });
+  BANYAN_RETURN_IF_ERROR(status);
+  for (int32_t r = 0; r < rows; ++r) {
+    parts.gpu_greedy_mismatch += h_out.As<int32_t>()[r] != tokens[r] || h_out.As<int32_t>()[2 * rows + r] != 0;
+  }
   return parts;
 }
 
@@ -223,6 +244,8 @@ void BM_Decode(benchmark::State& state) {
     state.counters["copy_ms"] = parts->copy_ms;
     state.counters["greedy_ms"] = parts->greedy_ms;
     state.counters["greedy_ref_ms"] = parts->greedy_ref_ms;
+    state.counters["gpu_greedy_ms"] = parts->gpu_greedy_ms;
+    state.counters["gpu_greedy_mismatch"] = static_cast<double>(parts->gpu_greedy_mismatch);
   }
 }
 

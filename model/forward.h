@@ -88,6 +88,25 @@ class Backend {
   // untouched. REQUIRES: logits.size() >= logit_rows.size() * vocab.
   [[nodiscard]] virtual absl::Status Forward(const ForwardBatch& batch, const KvCache& kv,
                                              absl::Span<float> logits) = 0;
+
+  // Optional greedy path (added for the engine's greedy steps): the same pass
+  // as Forward, but instead of the logits it returns, for row logit_rows[i],
+  // tokens[i] = the first maximum of its logits and logprobs[i] = that
+  // token's log-softmax (model::SampleGreedy's result within float rounding),
+  // computed where the logits are: a device backend then copies 8 bytes per
+  // row instead of vocab x 4. A row with a NaN, +inf or no finite logit gets
+  // tokens[i] = -1 (the caller's kInvalidArgument for that row). Errors: as
+  // Forward, plus kInvalidArgument when tokens or logprobs hold fewer than
+  // logit_rows.size() entries. Backends without the path keep these defaults.
+  virtual bool supports_greedy() const { return false; }
+  [[nodiscard]] virtual absl::Status ForwardGreedy(const ForwardBatch& batch, const KvCache& kv,
+                                                   absl::Span<int32_t> tokens, absl::Span<float> logprobs) {
+    (void)batch;
+    (void)kv;
+    (void)tokens;
+    (void)logprobs;
+    return absl::UnimplementedError(absl::StrCat(std::string(name()), " backend: no greedy path"));
+  }
 };
 
 // The KvLayout a model needs for `num_pages` pages of `page_size` tokens.

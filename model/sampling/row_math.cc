@@ -1,6 +1,6 @@
 // Compiled with -O3 -ffp-contract=off -fno-trapping-math (CMakeLists.txt): the loops vectorize,
-// and no multiply-add is fused, so the AVX2 clone and the baseline clone give
-// bit-identical results (each lane does the same scalar float operations).
+// and no multiply-add is fused, so the AVX-512, AVX2 and baseline clones give bit-identical
+// results (each lane does the same scalar float operations).
 #include "model/sampling/row_math.h"
 
 #include <algorithm>
@@ -10,7 +10,11 @@
 #include <limits>
 #include <utility>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Sanitizer builds take the baseline code only: GCC's ifunc resolvers run
+// before the sanitizer runtimes start (an instrumented resolver crashes TSan
+// binaries at load). The clones compute the same bits, so nothing changes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define BANYAN_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define BANYAN_ROW_CLONES

@@ -289,6 +289,12 @@ class EngineImpl final : public Engine {
   // Device backends: page-locked memory for `floats` logits (fast copies back).
   std::function<absl::StatusOr<float*>(size_t floats)> pinned_logits_;
   absl::Span<float> logits_view_;  // this step's logits (logits_ or pinned)
+  // This step runs Backend::ForwardGreedy (every logits row feeds only plain
+  // greedy decodes and the backend has the path): per logits row a token
+  // (-1: bad row) and its logprob, and no logits_view_.
+  bool device_greedy_ = false;
+  std::vector<int32_t> greedy_tokens_;
+  std::vector<float> greedy_logprobs_;
   attention::AttentionPlan plan_;
   std::vector<float> logits_;
   std::vector<int32_t> tokens_, positions_, kv_pages_, kv_slots_;

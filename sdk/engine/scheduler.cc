@@ -30,6 +30,13 @@ bool Contains(absl::Span<const int32_t> list, int32_t token) {
   return std::find(list.begin(), list.end(), token) != list.end();
 }
 
+// Greedy without penalties: the same token for every branch on a logits row
+// (model::SampleGreedy's result), so a row is sampled once.
+bool IsPlainGreedy(const model::SamplingParams& p) {
+  return p.temperature == 0.0f && p.repetition_penalty == 1.0f && p.frequency_penalty == 0.0f &&
+         p.presence_penalty == 0.0f;
+}
+
 }  // namespace
 
 void EngineImpl::SchedulerLoop() {
@@ -443,8 +450,22 @@ absl::Status EngineImpl::RunForward() {
     kv_pages_[r] = rows_[r].write.page;
     kv_slots_[r] = rows_[r].write.slot;
   }
+  // A step whose every logits row feeds only plain greedy decodes runs the
+  // backend's greedy path when it has one: a token and a logprob per row
+  // instead of the row (no logits copy, no host pass over the vocabulary).
+  device_greedy_ = backend_->supports_greedy() && !logit_rows_.empty();
+  for (size_t i = 0; device_greedy_ && i < consumers_.size(); ++i) {
+    for (const Consumer& c : consumers_[i]) {
+      if (c.task->done) continue;
+      if (c.task->kind != Task::Kind::kDecode || !IsPlainGreedy(c.task->sampler->params())) device_greedy_ = false;
+    }
+  }
   const size_t floats = logit_rows_.size() * static_cast<size_t>(config_.vocab_size);
-  if (pinned_logits_) {
+  if (device_greedy_) {
+    greedy_tokens_.resize(logit_rows_.size());
+    greedy_logprobs_.resize(logit_rows_.size());
+    logits_view_ = {};
+  } else if (pinned_logits_) {
     BANYAN_ASSIGN_OR_RETURN(float* pinned, pinned_logits_(floats));
     logits_view_ = absl::MakeSpan(pinned, floats);
   } else {
@@ -460,7 +481,9 @@ absl::Status EngineImpl::RunForward() {
   batch.logit_rows = logit_rows_;
   if (before_forward_) BANYAN_RETURN_IF_ERROR(before_forward_());
   const absl::Time start = absl::Now();
-  BANYAN_RETURN_IF_ERROR(backend_->Forward(batch, kv_, logits_view_));
+  BANYAN_RETURN_IF_ERROR(device_greedy_ ? backend_->ForwardGreedy(batch, kv_, absl::MakeSpan(greedy_tokens_),
+                                                                  absl::MakeSpan(greedy_logprobs_))
+                                        : backend_->Forward(batch, kv_, logits_view_));
 
   counters_.forward = true;
   counters_.decoded = decode_rows_ > 0;
@@ -487,7 +510,6 @@ void EngineImpl::ConsumeLogits() {
   std::vector<size_t> greedy_rows;
   std::vector<std::pair<Task*, size_t>> greedy_draws;
   for (size_t i = 0; i < consumers_.size(); ++i) {
-    const absl::Span<const float> row = absl::Span<const float>(logits_view_).subspan(i * vocab, vocab);
     double log_z = 0;
     bool have_z = false;
     bool row_is_greedy = false;
@@ -495,8 +517,7 @@ void EngineImpl::ConsumeLogits() {
       if (c.task->done) continue;
       if (c.task->kind == Task::Kind::kDecode) {
         const model::SamplingParams& p = c.task->sampler->params();
-        if (p.temperature == 0.0f && p.repetition_penalty == 1.0f && p.frequency_penalty == 0.0f &&
-            p.presence_penalty == 0.0f) {
+        if (IsPlainGreedy(p)) {
           if (!row_is_greedy) greedy_rows.push_back(i);
           row_is_greedy = true;
           greedy_draws.push_back({c.task, greedy_rows.size() - 1});
@@ -505,6 +526,8 @@ void EngineImpl::ConsumeLogits() {
         }
         continue;
       }
+      // Score rows exist only in steps with the logits on the host.
+      const absl::Span<const float> row = absl::Span<const float>(logits_view_).subspan(i * vocab, vocab);
       if (!have_z) {
         // NaN/+inf rows give a non-finite lp below and fail the task there.
         log_z = model::LogSumExp(row).value_or(std::numeric_limits<double>::quiet_NaN());
@@ -526,11 +549,26 @@ void EngineImpl::ConsumeLogits() {
     }
   });
   std::vector<absl::StatusOr<model::SampleResult>> greedy(greedy_rows.size(), absl::UnknownError("not sampled"));
-  sample_pool_->ParallelFor(static_cast<int64_t>(greedy_rows.size()), 4, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      greedy[g] = model::SampleGreedy(absl::Span<const float>(logits_view_).subspan(greedy_rows[g] * vocab, vocab));
+  if (device_greedy_) {
+    for (size_t g = 0; g < greedy_rows.size(); ++g) {
+      const int32_t token = greedy_tokens_[greedy_rows[g]];
+      const float logprob = greedy_logprobs_[greedy_rows[g]];
+      if (token < 0) {
+        greedy[g] = absl::InvalidArgumentError("sampling: a logits row with a NaN, +inf or no finite value");
+      } else {
+        model::SampleResult r;
+        r.token = token;
+        r.logprob = r.raw_logprob = logprob;
+        greedy[g] = std::move(r);
+      }
     }
-  });
+  } else {
+    sample_pool_->ParallelFor(static_cast<int64_t>(greedy_rows.size()), 4, [&](int64_t begin, int64_t end) {
+      for (int64_t g = begin; g < end; ++g) {
+        greedy[g] = model::SampleGreedy(absl::Span<const float>(logits_view_).subspan(greedy_rows[g] * vocab, vocab));
+      }
+    });
+  }
   for (const auto& [task, g] : greedy_draws) {
     if (!greedy[g].ok()) {
       FailTask(task, greedy[g].status(), true);
