@@ -13,7 +13,6 @@
 #include "model/cuda/attention_call.h"
 #include "model/cuda/device_weights.h"
 #include "model/cuda/ops.h"
-#include "model/sampling/greedy_cuda.h"
 #include "sdk/gpu/blas.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
@@ -55,34 +54,24 @@ class CudaBackend final : public Backend {
         stream_(std::move(stream)),
         blas_(std::move(blas)),
         w_(std::move(weights)),
-        attention_(options.attention) {}
+        attention_(options.attention),
+        split_(options.activations == Activations::kSplitBf16 ? 2 : 1) {}
 
   std::string_view name() const override { return "cuda"; }
   const ModelConfig& config() const override { return config_; }
   MemorySpace kv_memory_space() const override { return MemorySpace::kDevice; }
 
   absl::Status Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) override;
-  // Greedy rows on the device (model/sampling/greedy_cuda.h): 12 bytes per
-  // logit row come back instead of the row.
-  bool supports_greedy() const override { return true; }
-  absl::Status ForwardGreedy(const ForwardBatch& batch, const KvCache& kv, absl::Span<int32_t> tokens,
-                             absl::Span<float> logprobs) override;
-
- private:
-  // Forward after validation; logits == nullptr leaves them on the device.
-  absl::Status ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits);
-  gpu::DeviceBuffer greedy_;       // ForwardGreedy: [logit rows] tokens, logprobs, bad flags
-  gpu::PinnedBuffer greedy_host_;  // the same, on the host
 
  private:
   // Grows the scratch buffers to `rows` query rows and `logit_rows` logits.
   absl::Status EnsureScratch(int64_t rows, int64_t logit_rows);
-  // y = x . w^T (bf16 or fp32 output).
+  // y = x . w^T: bf16 x [rows, in] and w [out, in], fp32 y [rows, out].
   absl::Status Linear(const void* x, const gpu::DeviceBuffer& w, int64_t rows, int64_t in, int64_t out,
-                      void* y, DType y_dtype = DType::kBf16) {
+                      void* y) {
     return gpu::Gemm(blas_, {.m = static_cast<int>(rows), .n = static_cast<int>(out),
                              .k = static_cast<int>(in), .a = x, .b = w.data(), .c = y,
-                             .ab_dtype = DType::kBf16, .c_dtype = y_dtype},
+                             .ab_dtype = DType::kBf16, .c_dtype = DType::kF32},
                      stream_.get());
   }
   absl::Status Run(const ForwardBatch& batch, const KvCache& kv, int64_t n, int64_t m, float* logits);
@@ -93,6 +82,9 @@ class CudaBackend final : public Backend {
   gpu::BlasHandle blas_;
   cuda::DeviceWeights w_;
   cuda::AttentionRunner attention_;
+  // 2 with split activations (Activations::kSplitBf16): the GEMM inputs that
+  // are split hold rows [hi; lo], their outputs [hi product; lo product].
+  const int64_t split_;
 
   int64_t rows_capacity_ = 0;
   int64_t logits_capacity_ = 0;
@@ -101,14 +93,15 @@ class CudaBackend final : public Backend {
   gpu::PinnedBuffer staging_;
   gpu::DeviceBuffer staging_device_;
   // Activations.
+  // Activations; S = split_ (the split buffers' second half is the lo part).
   gpu::DeviceBuffer residual_;  // [rows, H] fp32
-  gpu::DeviceBuffer normed_;    // [rows, H] bf16
-  gpu::DeviceBuffer qkv_;       // [rows, (nq + 2 nkv) D] bf16
+  gpu::DeviceBuffer normed_;    // [S rows, H] bf16
+  gpu::DeviceBuffer qkv_;       // [S rows, (nq + 2 nkv) D] fp32
   gpu::DeviceBuffer q_;         // [rows, nq D] bf16 (rotated, contiguous)
   gpu::DeviceBuffer attn_;      // [rows, nq D] bf16
-  gpu::DeviceBuffer proj_;      // [rows, H] bf16 (o_proj and down_proj outputs)
-  gpu::DeviceBuffer gate_up_;   // [rows, 2 I] bf16
-  gpu::DeviceBuffer act_;       // [rows, I] bf16
+  gpu::DeviceBuffer proj_;      // [S rows, H] fp32 (o_proj: rows only; down_proj: S rows)
+  gpu::DeviceBuffer gate_up_;   // [S rows, 2 I] fp32
+  gpu::DeviceBuffer act_;       // [S rows, I] bf16
   gpu::DeviceBuffer picked_;    // [logit rows, H] bf16
   gpu::DeviceBuffer logits_;    // [logit rows, V] fp32
 };
@@ -122,14 +115,15 @@ absl::Status CudaBackend::EnsureScratch(int64_t rows, int64_t logit_rows) {
     const size_t staging_bytes = static_cast<size_t>(5 * cap + 4) * sizeof(int32_t);
     BANYAN_ASSIGN_OR_RETURN(staging_, gpu::PinnedBuffer::Allocate(staging_bytes));
     BANYAN_RETURN_IF_ERROR(Reserve(staging_device_, staging_bytes));
+    const int64_t S = split_;
     BANYAN_RETURN_IF_ERROR(Reserve(residual_, cap * H * 4));
-    BANYAN_RETURN_IF_ERROR(Reserve(normed_, cap * H * 2));
-    BANYAN_RETURN_IF_ERROR(Reserve(qkv_, cap * qkv_dim * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(normed_, S * cap * H * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(qkv_, S * cap * qkv_dim * 4));
     BANYAN_RETURN_IF_ERROR(Reserve(q_, cap * q_dim * 2));
     BANYAN_RETURN_IF_ERROR(Reserve(attn_, cap * q_dim * 2));
-    BANYAN_RETURN_IF_ERROR(Reserve(proj_, cap * H * 2));
-    BANYAN_RETURN_IF_ERROR(Reserve(gate_up_, cap * 2 * I * 2));
-    BANYAN_RETURN_IF_ERROR(Reserve(act_, cap * I * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(proj_, S * cap * H * 4));
+    BANYAN_RETURN_IF_ERROR(Reserve(gate_up_, S * cap * 2 * I * 4));
+    BANYAN_RETURN_IF_ERROR(Reserve(act_, S * cap * I * 2));
     rows_capacity_ = cap;
   }
   if (logit_rows > logits_capacity_) {
@@ -144,44 +138,6 @@ absl::Status CudaBackend::EnsureScratch(int64_t rows, int64_t logit_rows) {
 
 absl::Status CudaBackend::Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) {
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, logits.size()));
-  return ForwardValidated(batch, kv, logits.data());
-}
-
-absl::Status CudaBackend::ForwardGreedy(const ForwardBatch& batch, const KvCache& kv, absl::Span<int32_t> tokens,
-                                        absl::Span<float> logprobs) {
-  const size_t m = batch.logit_rows.size();
-  if (tokens.size() < m || logprobs.size() < m) {
-    return absl::InvalidArgumentError(absl::StrCat("CUDA backend: ", m, " logit rows but room for ", tokens.size(),
-                                                   " tokens and ", logprobs.size(), " logprobs"));
-  }
-  // Validated as a Forward whose logits would fit (they stay on the device).
-  BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
-  if (m == 0) return ForwardValidated(batch, kv, nullptr);
-  if (greedy_host_.size() < 12 * m) {  // before the pass: nothing may fail between it and the results
-    BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    BANYAN_RETURN_IF_ERROR(Reserve(greedy_, 12 * m));
-    BANYAN_ASSIGN_OR_RETURN(greedy_host_, gpu::PinnedBuffer::Allocate(12 * m));
-  }
-  BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr));
-  const sampling::GreedyRowsArgs args{.logits = logits_.As<float>(), .rows = static_cast<int32_t>(m),
-                                      .vocab = static_cast<int32_t>(config_.vocab_size),
-                                      .tokens = greedy_.As<int32_t>(), .logprobs = greedy_.As<float>() + m,
-                                      .bad = greedy_.As<int32_t>() + 2 * m};
-  BANYAN_RETURN_IF_ERROR(sampling::LaunchGreedyRows(args, stream_.get()));
-  BANYAN_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(greedy_host_.data(), greedy_.data(), 12 * m, cudaMemcpyDeviceToHost, stream_.get()));
-  BANYAN_RETURN_IF_ERROR(stream_.Synchronize());
-  const int32_t* token = greedy_host_.As<int32_t>();
-  const float* logprob = greedy_host_.As<float>() + m;
-  const int32_t* bad = token + 2 * m;
-  for (size_t i = 0; i < m; ++i) {
-    tokens[i] = bad[i] != 0 ? -1 : token[i];
-    logprobs[i] = logprob[i];
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits) {
   if (kv.dtype != DType::kBf16) {
     return absl::InvalidArgumentError(absl::StrCat("CUDA backend: the KV pool must be bf16, got ",
                                                    std::string(DTypeName(kv.dtype))));
@@ -192,7 +148,7 @@ absl::Status CudaBackend::ForwardValidated(const ForwardBatch& batch, const KvCa
   if (n > INT32_MAX / 8 || m > INT32_MAX / 8) return absl::InvalidArgumentError("CUDA backend: batch too large");
   BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   BANYAN_RETURN_IF_ERROR(EnsureScratch(n, m));
-  absl::Status status = Run(batch, kv, n, m, logits);
+  absl::Status status = Run(batch, kv, n, m, logits.data());
   // Never leave work in flight that reads the caller's spans or pool.
   const absl::Status sync = stream_.Synchronize();
   BANYAN_RETURN_IF_ERROR(status);
@@ -227,50 +183,53 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
 
   BANYAN_RETURN_IF_ERROR(attention_.Prepare(*batch.plan, c, kv, q_.data(), attn_.data(), stream));
 
+  const int rows = static_cast<int>(n);
+  const bool split = split_ == 2;
   float* residual = residual_.As<float>();
   bf16_bits* normed = normed_.As<bf16_bits>();
-  bf16_bits* qkv = qkv_.As<bf16_bits>();
-  bf16_bits* proj = proj_.As<bf16_bits>();
-  const int rows = static_cast<int>(n);
+  bf16_bits* normed_lo = split ? normed + n * H : nullptr;
+  float* qkv = qkv_.As<float>();
+  float* proj = proj_.As<float>();
+  float* gate_up = gate_up_.As<float>();
+  bf16_bits* act = act_.As<bf16_bits>();
 
   BANYAN_RETURN_IF_ERROR(cuda::LaunchEmbedding(
       {.rows = rows, .dim = static_cast<int32_t>(H), .vocab = static_cast<int32_t>(V), .ids = d_tokens,
        .table = w_.embed.As<bf16_bits>(), .out = residual, .bad_row = d_bad_row},
       stream));
+  // The down projection's lo product of the previous layer (none before layer 0).
+  const float* down_lo = nullptr;
   for (int32_t layer = 0; layer < c.num_layers; ++layer) {
     const cuda::DeviceLayer& w = w_.layers[static_cast<size_t>(layer)];
     // h += mlp_out of the previous layer (none before layer 0); normed = norm(h).
     BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
         {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
-         .add = layer == 0 ? nullptr : proj, .weight = w.input_norm.As<bf16_bits>(), .out = normed},
+         .add = layer == 0 ? nullptr : proj, .add_lo = layer == 0 ? nullptr : down_lo,
+         .weight = w.input_norm.As<float>(), .out = normed, .out_lo = normed_lo},
         stream));
-    BANYAN_RETURN_IF_ERROR(Linear(normed, w.qkv, n, H, qkv_dim, qkv));
-    if (w.qkv_bias.data() != nullptr) {
-      BANYAN_RETURN_IF_ERROR(cuda::LaunchBiasAdd(
-          {.rows = rows, .cols = static_cast<int32_t>(qkv_dim), .x = qkv, .bias = w.qkv_bias.As<bf16_bits>()},
-          stream));
-    }
-    // RoPE on q (into q_) and k, and the new K/V into the pool, in one kernel.
-    BANYAN_RETURN_IF_ERROR(cuda::LaunchRopeKvWrite(
+    BANYAN_RETURN_IF_ERROR(Linear(normed, w.qkv, split_ * n, H, qkv_dim, qkv));
+    // Bias, RoPE on q (into q_) and k, and the new K/V into the pool, in one kernel.
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchQkvEpilogue(
         {.rows = rows, .num_q_heads = c.num_q_heads, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim,
-         .q = qkv, .q_row_stride = qkv_dim, .k = qkv + q_dim, .k_row_stride = qkv_dim,
+         .qkv = qkv, .qkv_lo = split ? qkv + n * qkv_dim : nullptr,
+         .bias = w.qkv_bias.data() != nullptr ? w.qkv_bias.As<float>() : nullptr,
          .positions = d_positions, .inv_freq = w_.inv_freq_device.As<float>(), .q_out = q_.As<bf16_bits>(),
-         .q_out_row_stride = q_dim},
-        {.rows = rows, .layer = layer, .layout = kv.layout, .k = qkv + q_dim, .k_row_stride = qkv_dim,
-         .v = qkv + q_dim + kv_dim, .v_row_stride = qkv_dim, .page = d_pages, .slot = d_slots,
+         .layer = layer, .layout = kv.layout, .page = d_pages, .slot = d_slots,
          .pool = static_cast<bf16_bits*>(kv.data)},
         stream));
     BANYAN_RETURN_IF_ERROR(attention_.Run(layer, stream));
     BANYAN_RETURN_IF_ERROR(Linear(attn_.data(), w.o, n, q_dim, H, proj));
     BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
         {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
-         .add = proj, .weight = w.post_norm.As<bf16_bits>(), .out = normed},
+         .add = proj, .weight = w.post_norm.As<float>(), .out = normed, .out_lo = normed_lo},
         stream));
-    BANYAN_RETURN_IF_ERROR(Linear(normed, w.gate_up, n, H, 2 * I, gate_up_.data()));
-    BANYAN_RETURN_IF_ERROR(cuda::LaunchSwiGlu({.rows = rows, .intermediate = static_cast<int32_t>(I),
-                                               .gate_up = gate_up_.As<bf16_bits>(), .out = act_.As<bf16_bits>()},
-                                              stream));
-    BANYAN_RETURN_IF_ERROR(Linear(act_.data(), w.down, n, I, H, proj));
+    BANYAN_RETURN_IF_ERROR(Linear(normed, w.gate_up, split_ * n, H, 2 * I, gate_up));
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchSwiGlu(
+        {.rows = rows, .intermediate = static_cast<int32_t>(I), .gate_up = gate_up,
+         .gate_up_lo = split ? gate_up + n * 2 * I : nullptr, .out = act, .out_lo = split ? act + n * I : nullptr},
+        stream));
+    BANYAN_RETURN_IF_ERROR(Linear(act, w.down, split_ * n, I, H, proj));
+    down_lo = split ? proj + n * H : nullptr;
   }
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + 5 * cap, d_bad_row, sizeof(int32_t),
                                               cudaMemcpyDeviceToHost, stream));
@@ -278,7 +237,7 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
   // Final residual add and norm over every row, then the logit rows' LM head.
   BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
       {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
-       .add = proj, .weight = w_.final_norm.As<bf16_bits>(), .out = normed},
+       .add = proj, .add_lo = down_lo, .weight = w_.final_norm.As<float>(), .out = normed},
       stream));
   BANYAN_RETURN_IF_ERROR(cuda::LaunchGatherRows({.rows = static_cast<int32_t>(m), .cols = static_cast<int32_t>(H),
                                                  .src = normed, .index = d_logit_rows,
@@ -289,7 +248,6 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
                                            .b = w_.lm_head_ptr(), .c = logits_.data(),
                                            .ab_dtype = DType::kBf16, .c_dtype = DType::kF32},
                                    stream));
-  if (logits == nullptr) return absl::OkStatus();  // ForwardGreedy: the logits stay on the device
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits, logits_.data(), static_cast<size_t>(m * V) * 4,
                                               cudaMemcpyDeviceToHost, stream));
   return absl::OkStatus();

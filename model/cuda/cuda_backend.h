@@ -2,11 +2,16 @@
 // scaling, Qwen2 QKV bias, Mistral, SmolLM2; GQA; tied or untied embeddings)
 // on one GPU, behind model/forward.h's Backend.
 //
-// Numerics: weights and activations in bf16, the residual stream in fp32,
+// Numerics: weight matrices, GEMM inputs, the KV cache and attention in
+// bf16; GEMM outputs, the residual stream, norm weights and biases in fp32;
 // every GEMM (cuBLAS) and every reduction accumulated in fp32, logits fp32.
-// The QKV projections are one fused GEMM, gate|up another; RMSNorm is fused
-// with the residual add; RoPE and the KV write are one kernel; SwiGLU and the
-// embedding gather one each (model/cuda/ops.h); attention runs through
+// Each GEMM's fp32 output is consumed by a row kernel that rounds once: the
+// QKV projections are one fused GEMM whose epilogue adds the bias, applies
+// RoPE and writes the KV cache; gate|up is one GEMM feeding SwiGLU; the
+// o_proj and down outputs are added to the residual by the next RMSNorm
+// (model/cuda/ops.h). Optionally (CudaBackendOptions::activations) GEMM
+// inputs are carried as bf16 hi + lo pairs for ~16-bit activations. Attention
+// runs through
 // attention/'s TreeAttention over the batch's AttentionPlan (or its CPU path,
 // CudaBackendOptions::attention). Logits land fastest in pinned host memory.
 //
@@ -37,8 +42,24 @@
 
 namespace banyan::model {
 
+// How the inputs of the QKV, gate|up and down GEMMs (the RMSNorm and SwiGLU
+// outputs) are represented.
+enum class Activations {
+  // One bf16 value each: the fast default.
+  kBf16,
+  // Each value x as a bf16 pair, hi = bf16(x) and lo = bf16(x - hi); one GEMM
+  // over the stacked [hi; lo] rows multiplies both by the bf16 weights and
+  // the two products are summed in fp32 by the consuming kernel. The
+  // activations then carry ~16 significant bits instead of 8 (weights, KV
+  // cache, attention and the o_proj / LM head inputs stay bf16), for twice
+  // the GEMM work of those three projections: nearly free where decode is
+  // bound by weight reads (small batches), up to 2x their cost in prefill.
+  kSplitBf16,
+};
+
 struct CudaBackendOptions {
   int device = 0;  // CUDA device ordinal the backend runs on
+  Activations activations = Activations::kBf16;
   // Where attention runs (attention_call.h): attention/'s CUDA kernels, or
   // its CPU path on host copies (slow; for cross-checks).
   cuda::AttentionPath attention = cuda::AttentionPath::kDevice;

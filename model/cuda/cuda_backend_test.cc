@@ -134,15 +134,16 @@ struct Agreement {
   double rel_error() const { return std::sqrt(err_sq / ref_sq); }
 };
 
-class CudaBackendTest : public ::testing::TestWithParam<std::tuple<int, cuda::AttentionPath>> {};
+class CudaBackendTest
+    : public ::testing::TestWithParam<std::tuple<int, cuda::AttentionPath, Activations>> {};
 
 TEST_P(CudaBackendTest, MatchesCpuBackendOnPrefillAndForkedDecode) {
   BANYAN_SKIP_WITHOUT_GPU();
-  const auto [variant, path] = GetParam();
+  const auto [variant, path, activations] = GetParam();
   const ModelConfig c = SmallConfig(variant);
   auto weights = std::make_shared<const ModelWeights>(MakeRandomWeights(c, 500 + variant));
   BANYAN_ASSERT_OK_AND_ASSIGN(auto cpu, CreateCpuBackend(weights, {.num_threads = 2}));
-  BANYAN_ASSERT_OK_AND_ASSIGN(auto gpu, CreateCudaBackend(*weights, {.attention = path}));
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto gpu, CreateCudaBackend(*weights, {.activations = activations, .attention = path}));
   EXPECT_EQ(gpu->name(), "cuda");
   EXPECT_EQ(gpu->kv_memory_space(), MemorySpace::kDevice);
 
@@ -174,9 +175,10 @@ TEST_P(CudaBackendTest, MatchesCpuBackendOnPrefillAndForkedDecode) {
   }
   const double top1 = double(agree.top1) / agree.positions;
   const double top1_tol = double(agree.top1_within_tol) / agree.positions;
-  std::printf("[ cuda vs cpu ] config %d path %d: %d positions, rel error %.3e, top-1 %.4f (ties within "
-              "tolerance counted: %.4f)\n",
-              variant, static_cast<int>(path), agree.positions, agree.rel_error(), top1, top1_tol);
+  std::printf("[ cuda vs cpu ] config %d path %d activations %d: %d positions, rel error %.3e, top-1 %.4f "
+              "(ties within tolerance counted: %.4f)\n",
+              variant, static_cast<int>(path), static_cast<int>(activations), agree.positions, agree.rel_error(),
+              top1, top1_tol);
   EXPECT_LE(agree.rel_error(), 2e-2);
   EXPECT_GE(top1_tol, 0.99);
   EXPECT_GE(top1, 0.95);
@@ -185,7 +187,8 @@ TEST_P(CudaBackendTest, MatchesCpuBackendOnPrefillAndForkedDecode) {
 INSTANTIATE_TEST_SUITE_P(Configs, CudaBackendTest,
                          ::testing::Combine(::testing::Values(0, 1, 2),
                                             ::testing::Values(cuda::AttentionPath::kDevice,
-                                                              cuda::AttentionPath::kHost)));
+                                                              cuda::AttentionPath::kHost),
+                                            ::testing::Values(Activations::kBf16, Activations::kSplitBf16)));
 
 TEST(CudaBackendErrorsTest, BadInputsGiveSpecificCodes) {
   BANYAN_SKIP_WITHOUT_GPU();

@@ -46,6 +46,19 @@ absl::StatusOr<gpu::DeviceBuffer> UploadBf16(const std::vector<const HostTensor*
   return buf;
 }
 
+// Uploads the tensors as they are (fp32), concatenated: the norm weights and
+// biases, read once per row by the row kernels, keep full precision.
+absl::StatusOr<gpu::DeviceBuffer> UploadF32(const std::vector<const HostTensor*>& parts,
+                                            cudaStream_t stream, size_t& bytes) {
+  std::vector<float> host;
+  for (const HostTensor* t : parts) host.insert(host.end(), t->data.begin(), t->data.end());
+  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer buf, gpu::DeviceBuffer::Allocate(host.size() * sizeof(float)));
+  BANYAN_RETURN_IF_ERROR(buf.CopyFromHost(host.data(), host.size() * sizeof(float), stream));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  bytes += buf.size();
+  return buf;
+}
+
 }  // namespace
 
 absl::StatusOr<DeviceWeights> DeviceWeights::Upload(const ModelWeights& w, cudaStream_t stream) {
@@ -60,7 +73,7 @@ absl::StatusOr<DeviceWeights> DeviceWeights::Upload(const ModelWeights& w, cudaS
   BANYAN_ASSIGN_OR_RETURN(const HostTensor* embed, Find(w, "model.embed_tokens.weight", {V, H}));
   BANYAN_ASSIGN_OR_RETURN(d.embed, UploadBf16({embed}, stream, bytes));
   BANYAN_ASSIGN_OR_RETURN(const HostTensor* norm, Find(w, "model.norm.weight", {H}));
-  BANYAN_ASSIGN_OR_RETURN(d.final_norm, UploadBf16({norm}, stream, bytes));
+  BANYAN_ASSIGN_OR_RETURN(d.final_norm, UploadF32({norm}, stream, bytes));
   if (!c.tie_word_embeddings) {
     BANYAN_ASSIGN_OR_RETURN(const HostTensor* head, Find(w, "lm_head.weight", {V, H}));
     BANYAN_ASSIGN_OR_RETURN(d.lm_head, UploadBf16({head}, stream, bytes));
@@ -78,16 +91,16 @@ absl::StatusOr<DeviceWeights> DeviceWeights::Upload(const ModelWeights& w, cudaS
     BANYAN_ASSIGN_OR_RETURN(const HostTensor* gate, Find(w, p + "mlp.gate_proj.weight", {I, H}));
     BANYAN_ASSIGN_OR_RETURN(const HostTensor* up, Find(w, p + "mlp.up_proj.weight", {I, H}));
     BANYAN_ASSIGN_OR_RETURN(const HostTensor* down, Find(w, p + "mlp.down_proj.weight", {H, I}));
-    BANYAN_ASSIGN_OR_RETURN(l.input_norm, UploadBf16({in_norm}, stream, bytes));
+    BANYAN_ASSIGN_OR_RETURN(l.input_norm, UploadF32({in_norm}, stream, bytes));
     BANYAN_ASSIGN_OR_RETURN(l.qkv, UploadBf16({q, k, v}, stream, bytes));
     if (bias) {
       BANYAN_ASSIGN_OR_RETURN(const HostTensor* qb, Find(w, p + "self_attn.q_proj.bias", {q_dim}));
       BANYAN_ASSIGN_OR_RETURN(const HostTensor* kb, Find(w, p + "self_attn.k_proj.bias", {kv_dim}));
       BANYAN_ASSIGN_OR_RETURN(const HostTensor* vb, Find(w, p + "self_attn.v_proj.bias", {kv_dim}));
-      BANYAN_ASSIGN_OR_RETURN(l.qkv_bias, UploadBf16({qb, kb, vb}, stream, bytes));
+      BANYAN_ASSIGN_OR_RETURN(l.qkv_bias, UploadF32({qb, kb, vb}, stream, bytes));
     }
     BANYAN_ASSIGN_OR_RETURN(l.o, UploadBf16({o}, stream, bytes));
-    BANYAN_ASSIGN_OR_RETURN(l.post_norm, UploadBf16({post}, stream, bytes));
+    BANYAN_ASSIGN_OR_RETURN(l.post_norm, UploadF32({post}, stream, bytes));
     BANYAN_ASSIGN_OR_RETURN(l.gate_up, UploadBf16({gate, up}, stream, bytes));
     BANYAN_ASSIGN_OR_RETURN(l.down, UploadBf16({down}, stream, bytes));
   }

@@ -1,5 +1,6 @@
-// DeviceWeights: a model's weights converted to bf16 and uploaded to the GPU
-// once, in the shapes the CUDA backend's GEMMs want: the q, k and v
+// DeviceWeights: a model's weights uploaded to the GPU once, the matrices in
+// bf16 (the norm weights and biases in fp32), in the shapes the CUDA
+// backend's GEMMs want: the q, k and v
 // projections fused into one [(q_heads + 2 kv_heads) * head_dim, hidden]
 // matrix (and their biases into one vector), gate and up fused into one
 // [2 * intermediate, hidden] matrix. Internal to model/cuda.
@@ -22,18 +23,18 @@
 namespace banyan::model::cuda {
 
 struct DeviceLayer {
-  gpu::DeviceBuffer input_norm;  // [hidden]
+  gpu::DeviceBuffer input_norm;  // [hidden] fp32
   gpu::DeviceBuffer qkv;         // [(nq + 2 nkv) * head_dim, hidden]
-  gpu::DeviceBuffer qkv_bias;    // [(nq + 2 nkv) * head_dim], empty without bias
+  gpu::DeviceBuffer qkv_bias;    // [(nq + 2 nkv) * head_dim] fp32, empty without bias
   gpu::DeviceBuffer o;           // [hidden, nq * head_dim]
-  gpu::DeviceBuffer post_norm;   // [hidden]
+  gpu::DeviceBuffer post_norm;   // [hidden] fp32
   gpu::DeviceBuffer gate_up;     // [2 * intermediate, hidden]
   gpu::DeviceBuffer down;        // [hidden, intermediate]
 };
 
 struct DeviceWeights {
   gpu::DeviceBuffer embed;       // [vocab, hidden]
-  gpu::DeviceBuffer final_norm;  // [hidden]
+  gpu::DeviceBuffer final_norm;  // [hidden] fp32
   gpu::DeviceBuffer lm_head;     // [vocab, hidden], empty when tied (use embed)
   std::vector<DeviceLayer> layers;
   std::vector<float> inv_freq;   // host copy of the RoPE table

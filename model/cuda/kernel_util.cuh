@@ -32,6 +32,20 @@ __device__ __forceinline__ void StoreBf16(__nv_bfloat16* p, const float (&in)[N]
   *reinterpret_cast<Bf16Vec<N>*>(p) = vec;
 }
 
+// Stores N floats as a bf16 pair: hi = bf16(x) and, when lo is not null,
+// lo = bf16(x - hi) (exact in fp32), so hi + lo keeps ~16 significant bits.
+template <int N>
+__device__ __forceinline__ void StoreBf16Split(__nv_bfloat16* hi, __nv_bfloat16* lo, const float (&in)[N]) {
+  Bf16Vec<N> h, l;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    h.v[i] = __float2bfloat16_rn(in[i]);
+    l.v[i] = __float2bfloat16_rn(in[i] - __bfloat162float(h.v[i]));
+  }
+  *reinterpret_cast<Bf16Vec<N>*>(hi) = h;
+  if (lo != nullptr) *reinterpret_cast<Bf16Vec<N>*>(lo) = l;
+}
+
 // Loads / stores N floats; 16-byte accesses when N is a multiple of 4.
 // REQUIRES: p aligned to 16 bytes when N % 4 == 0.
 template <int N>

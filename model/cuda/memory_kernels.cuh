@@ -1,6 +1,6 @@
 // Kernels that only move data: embedding gather (with token-id validation
-// reported through a device flag), the KV write into the paged pool, and a
-// row gather. kVec-wide copies (16 bytes of bf16 when kVec == 8).
+// reported through a device flag) and a row gather. kVec-wide copies (16
+// bytes of bf16 when kVec == 8).
 #ifndef BANYAN_MODEL_CUDA_MEMORY_KERNELS_CUH_
 #define BANYAN_MODEL_CUDA_MEMORY_KERNELS_CUH_
 
@@ -28,27 +28,6 @@ __global__ void EmbeddingKernel(EmbeddingParams p) {
     float v[kVec];
     LoadBf16<kVec>(src + i, v);
     StoreF32<kVec>(out + i, v);
-  }
-}
-
-// One thread per kVec-chunk of one (row, K|V, head).
-// REQUIRES: head_dim % kVec == 0.
-template <int kVec>
-__global__ void KvWriteKernel(KvWriteParams p) {
-  const int chunks = p.layout.head_dim / kVec;
-  const int heads = p.layout.num_kv_heads;
-  const int64_t total = static_cast<int64_t>(p.rows) * 2 * heads * chunks;
-  for (int64_t t = GlobalThread(); t < total; t += GridStride()) {
-    const int c = static_cast<int>(t % chunks);
-    const int head = static_cast<int>((t / chunks) % heads);
-    const int kv = static_cast<int>((t / (int64_t{chunks} * heads)) % 2);
-    const int64_t row = t / (int64_t{chunks} * heads * 2);
-    const auto* src = reinterpret_cast<const __nv_bfloat16*>(kv == 0 ? p.k : p.v) +
-                      row * (kv == 0 ? p.k_row_stride : p.v_row_stride) +
-                      int64_t{head} * p.layout.head_dim + int64_t{c} * kVec;
-    auto* dst = reinterpret_cast<__nv_bfloat16*>(p.pool) +
-                p.layout.Offset(p.layer, kv, p.page[row], head, p.slot[row]) + int64_t{c} * kVec;
-    *reinterpret_cast<Bf16Vec<kVec>*>(dst) = *reinterpret_cast<const Bf16Vec<kVec>*>(src);
   }
 }
 

@@ -15,10 +15,11 @@ namespace banyan::model::cuda {
 template <int kVec, bool kAdd>
 __global__ void RmsNormKernel(RmsNormParams p) {
   const int64_t row = blockIdx.x;
-  float* h = p.residual + row * p.dim;                                            // [dim]
-  const auto* x = reinterpret_cast<const __nv_bfloat16*>(p.add) + row * p.dim;    // [dim]
-  const auto* w = reinterpret_cast<const __nv_bfloat16*>(p.weight);               // [dim]
-  auto* y = reinterpret_cast<__nv_bfloat16*>(p.out) + row * p.dim;                // [dim]
+  float* h = p.residual + row * p.dim;                                              // [dim]
+  const float* x = kAdd ? p.add + row * p.dim : nullptr;                            // [dim]
+  const float* x_lo = kAdd && p.add_lo != nullptr ? p.add_lo + row * p.dim : nullptr;  // [dim]
+  auto* y = reinterpret_cast<__nv_bfloat16*>(p.out) + row * p.dim;                  // [dim]
+  auto* y_lo = p.out_lo != nullptr ? reinterpret_cast<__nv_bfloat16*>(p.out_lo) + row * p.dim : nullptr;
 
   float sum_sq = 0.0f;
   for (int i = threadIdx.x * kVec; i < p.dim; i += blockDim.x * kVec) {
@@ -26,7 +27,13 @@ __global__ void RmsNormKernel(RmsNormParams p) {
     LoadF32<kVec>(h + i, hv);
     if constexpr (kAdd) {
       float xv[kVec];
-      LoadBf16<kVec>(x + i, xv);
+      LoadF32<kVec>(x + i, xv);
+      if (x_lo != nullptr) {
+        float lv[kVec];
+        LoadF32<kVec>(x_lo + i, lv);
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) xv[j] += lv[j];
+      }
 #pragma unroll
       for (int j = 0; j < kVec; ++j) hv[j] += xv[j];
       StoreF32<kVec>(h + i, hv);
@@ -38,10 +45,10 @@ __global__ void RmsNormKernel(RmsNormParams p) {
   for (int i = threadIdx.x * kVec; i < p.dim; i += blockDim.x * kVec) {
     float hv[kVec], wv[kVec];
     LoadF32<kVec>(h + i, hv);
-    LoadBf16<kVec>(w + i, wv);
+    LoadF32<kVec>(p.weight + i, wv);
 #pragma unroll
     for (int j = 0; j < kVec; ++j) hv[j] = hv[j] * scale * wv[j];
-    StoreBf16<kVec>(y + i, hv);
+    StoreBf16Split<kVec>(y + i, y_lo != nullptr ? y_lo + i : nullptr, hv);
   }
 }
 

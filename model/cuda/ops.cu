@@ -44,10 +44,6 @@ int RowThreads(int64_t chunks) {
 
 }  // namespace
 
-// Argument checks shared by the separate and the fused launchers.
-absl::Status CheckRope(const RopeParams& p);
-absl::Status CheckKvWrite(const KvWriteParams& p);
-
 absl::Status LaunchRmsNorm(const RmsNormParams& p, cudaStream_t stream) {
   if (p.rows == 0) return absl::OkStatus();
   if (p.rows < 0 || p.dim <= 0 || !(p.eps >= 0.0f)) {
@@ -56,8 +52,10 @@ absl::Status LaunchRmsNorm(const RmsNormParams& p, cudaStream_t stream) {
   if (p.residual == nullptr || p.weight == nullptr || p.out == nullptr) {
     return absl::InvalidArgumentError("RmsNorm: null pointer");
   }
+  if (p.add_lo != nullptr && p.add == nullptr) return absl::InvalidArgumentError("RmsNorm: add_lo without add");
   const bool vec8 = p.dim % 8 == 0 && Aligned(p.residual, 16) && Aligned(p.weight, 16) &&
-                    Aligned(p.out, 16) && (p.add == nullptr || Aligned(p.add, 16));
+                    Aligned(p.out, 16) && Aligned(p.add, 16) && Aligned(p.add_lo, 16) &&
+                    Aligned(p.out_lo, 16);
   const int threads = RowThreads(vec8 ? p.dim / 8 : p.dim);
   const dim3 grid(static_cast<unsigned>(p.rows));
   if (vec8) {
@@ -71,48 +69,27 @@ absl::Status LaunchRmsNorm(const RmsNormParams& p, cudaStream_t stream) {
   return absl::OkStatus();
 }
 
-absl::Status CheckRope(const RopeParams& p) {
-  BANYAN_RETURN_IF_ERROR(CheckCount("Rope rows", p.rows, 0));
-  BANYAN_RETURN_IF_ERROR(CheckCount("Rope num_q_heads", p.num_q_heads, 1));
-  BANYAN_RETURN_IF_ERROR(CheckCount("Rope num_kv_heads", p.num_kv_heads, 1));
-  if (p.head_dim <= 0 || p.head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("Rope: head_dim must be even, got ", p.head_dim));
-  }
-  if (p.q_row_stride < int64_t{p.num_q_heads} * p.head_dim ||
-      p.k_row_stride < int64_t{p.num_kv_heads} * p.head_dim) {
-    return absl::InvalidArgumentError("Rope: row stride shorter than the heads of a row");
-  }
-  if (p.q == nullptr || p.k == nullptr || p.positions == nullptr || p.inv_freq == nullptr) {
-    return absl::InvalidArgumentError("Rope: null pointer");
-  }
-  if (p.q_out != nullptr && p.q_out_row_stride < int64_t{p.num_q_heads} * p.head_dim) {
-    return absl::InvalidArgumentError("Rope: q_out row stride shorter than the heads of a row");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status LaunchRope(const RopeParams& p, cudaStream_t stream) {
+absl::Status LaunchQkvEpilogue(const QkvEpilogueParams& p, cudaStream_t stream) {
+  BANYAN_RETURN_IF_ERROR(CheckCount("QkvEpilogue rows", p.rows, 0));
   if (p.rows == 0) return absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(CheckRope(p));
-  const int64_t work = int64_t{p.rows} * (p.num_q_heads + p.num_kv_heads) * (p.head_dim / 2);
-  RopeKernel<<<GridFor(work), kThreads, 0, stream>>>(p);
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return absl::OkStatus();
-}
-
-absl::Status LaunchRopeKvWrite(const RopeParams& rope, const KvWriteParams& kv, cudaStream_t stream) {
-  if (rope.rows != kv.rows || rope.k != kv.k || rope.k_row_stride != kv.k_row_stride ||
-      rope.num_kv_heads != kv.layout.num_kv_heads || rope.head_dim != kv.layout.head_dim) {
-    return absl::InvalidArgumentError("RopeKvWrite: the RoPE and KV-write halves disagree");
+  BANYAN_RETURN_IF_ERROR(CheckCount("QkvEpilogue num_q_heads", p.num_q_heads, 1));
+  BANYAN_RETURN_IF_ERROR(CheckCount("QkvEpilogue num_kv_heads", p.num_kv_heads, 1));
+  if (p.head_dim <= 0 || p.head_dim % 2 != 0 || p.head_dim / 2 > kMaxHalf) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("QkvEpilogue: head_dim must be even and at most ", 2 * kMaxHalf, ", got ", p.head_dim));
   }
-  if (rope.q_out == nullptr) return absl::InvalidArgumentError("RopeKvWrite: q_out is required");
-  if (rope.head_dim / 2 > kMaxHalf) {
-    return absl::InvalidArgumentError(absl::StrCat("RopeKvWrite: head_dim ", rope.head_dim, " above ", 2 * kMaxHalf));
+  const attention::KvLayout& l = p.layout;
+  if (l.dtype_bytes != 2) return absl::InvalidArgumentError("QkvEpilogue: the pool must be 16-bit");
+  if (l.num_kv_heads != p.num_kv_heads || l.head_dim != p.head_dim || l.page_size <= 0 ||
+      l.num_pages <= 0 || p.layer < 0 || p.layer >= l.num_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("QkvEpilogue: layout does not match the heads or layer ",
+                                                   p.layer));
   }
-  if (rope.rows == 0) return absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(CheckRope(rope));
-  BANYAN_RETURN_IF_ERROR(CheckKvWrite(kv));
-  RopeKvWriteKernel<<<static_cast<unsigned>(rope.rows), 128, 0, stream>>>(rope, kv);
+  if (p.qkv == nullptr || p.positions == nullptr || p.inv_freq == nullptr || p.q_out == nullptr ||
+      p.page == nullptr || p.slot == nullptr || p.pool == nullptr) {
+    return absl::InvalidArgumentError("QkvEpilogue: null pointer");
+  }
+  QkvEpilogueKernel<<<static_cast<unsigned>(p.rows), 128, 0, stream>>>(p);
   BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
@@ -122,7 +99,8 @@ absl::Status LaunchSwiGlu(const SwiGluParams& p, cudaStream_t stream) {
   BANYAN_RETURN_IF_ERROR(CheckCount("SwiGlu rows", p.rows, 0));
   BANYAN_RETURN_IF_ERROR(CheckCount("SwiGlu intermediate", p.intermediate, 1));
   if (p.gate_up == nullptr || p.out == nullptr) return absl::InvalidArgumentError("SwiGlu: null pointer");
-  const bool vec8 = p.intermediate % 8 == 0 && Aligned(p.gate_up, 16) && Aligned(p.out, 16);
+  const bool vec8 = p.intermediate % 8 == 0 && Aligned(p.gate_up, 16) && Aligned(p.gate_up_lo, 16) &&
+                    Aligned(p.out, 16) && Aligned(p.out_lo, 16);
   if (vec8) {
     SwiGluKernel<8><<<GridFor(int64_t{p.rows} * p.intermediate / 8), kThreads, 0, stream>>>(p);
   } else {
@@ -153,49 +131,6 @@ absl::Status EmbeddingBadRowStatus(int32_t bad_row_value) {
   if (bad_row_value == INT32_MAX) return absl::OkStatus();
   return absl::OutOfRangeError(
       absl::StrCat("token id outside the vocabulary at row ", bad_row_value));
-}
-
-absl::Status CheckKvWrite(const KvWriteParams& p) {
-  const attention::KvLayout& l = p.layout;
-  BANYAN_RETURN_IF_ERROR(CheckCount("KvWrite rows", p.rows, 0));
-  if (l.dtype_bytes != 2) return absl::InvalidArgumentError("KvWrite: the pool must be 16-bit");
-  if (l.num_kv_heads <= 0 || l.head_dim <= 0 || l.page_size <= 0 || l.num_pages <= 0 ||
-      p.layer < 0 || p.layer >= l.num_layers) {
-    return absl::InvalidArgumentError(absl::StrCat("KvWrite: bad layout or layer ", p.layer));
-  }
-  if (p.k_row_stride < int64_t{l.num_kv_heads} * l.head_dim ||
-      p.v_row_stride < int64_t{l.num_kv_heads} * l.head_dim) {
-    return absl::InvalidArgumentError("KvWrite: row stride shorter than the heads of a row");
-  }
-  if (p.k == nullptr || p.v == nullptr || p.page == nullptr || p.slot == nullptr || p.pool == nullptr) {
-    return absl::InvalidArgumentError("KvWrite: null pointer");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status LaunchKvWrite(const KvWriteParams& p, cudaStream_t stream) {
-  if (p.rows == 0) return absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(CheckKvWrite(p));
-  const attention::KvLayout& l = p.layout;
-  const bool vec8 = l.head_dim % 8 == 0 && p.k_row_stride % 8 == 0 && p.v_row_stride % 8 == 0 &&
-                    Aligned(p.k, 16) && Aligned(p.v, 16) && Aligned(p.pool, 16);
-  const int64_t pairs = int64_t{p.rows} * 2 * l.num_kv_heads;
-  if (vec8) KvWriteKernel<8><<<GridFor(pairs * l.head_dim / 8), kThreads, 0, stream>>>(p);
-  else KvWriteKernel<1><<<GridFor(pairs * l.head_dim), kThreads, 0, stream>>>(p);
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return absl::OkStatus();
-}
-
-absl::Status LaunchBiasAdd(const BiasAddParams& p, cudaStream_t stream) {
-  if (p.rows == 0) return absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(CheckCount("BiasAdd rows", p.rows, 0));
-  BANYAN_RETURN_IF_ERROR(CheckCount("BiasAdd cols", p.cols, 1));
-  if (p.x == nullptr || p.bias == nullptr) return absl::InvalidArgumentError("BiasAdd: null pointer");
-  const bool vec8 = p.cols % 8 == 0 && Aligned(p.x, 16) && Aligned(p.bias, 16);
-  if (vec8) BiasAddKernel<8><<<GridFor(int64_t{p.rows} * p.cols / 8), kThreads, 0, stream>>>(p);
-  else BiasAddKernel<1><<<GridFor(int64_t{p.rows} * p.cols), kThreads, 0, stream>>>(p);
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return absl::OkStatus();
 }
 
 absl::Status LaunchGatherRows(const GatherRowsParams& p, cudaStream_t stream) {

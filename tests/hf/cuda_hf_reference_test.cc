@@ -7,13 +7,19 @@
 //   * logits of 3 x 40 positions within 2e-2 relative error (L2 over a row,
 //     relative to the reference row's L2 norm);
 //   * top-1 agreement >= 99% over 8 x 128 = 1,024 positions of longer sequences.
-// Top-1 is reported strictly; positions whose reference top-2 margin is below
-// the bf16 noise floor (0.02 x the model's largest |logit|) are counted
-// separately and may disagree, since bf16 rounding legitimately flips them.
+// Both activation modes of the backend run (model/cuda/cuda_backend.h).
+// With bf16 activations, top-1 is reported strictly and asserted >= 99% only
+// on positions whose reference top-2 margin exceeds the bf16 noise floor
+// (0.02 x the model's largest |logit|): bf16 rounding of the GEMM inputs,
+// KV cache and attention flips near-ties (tests/hf/bf16_error_sources.py
+// replays those roundings in numpy: they alone account for 1-1.6% flips on
+// these models, and without them agreement is 100%). With split bf16
+// activations (hi + lo pairs, ~16-bit GEMM inputs) strict top-1 >= 99%.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 
 #include "gtest/gtest.h"
 #include "model/cuda/cuda_backend.h"
@@ -26,17 +32,20 @@
 namespace banyan {
 namespace {
 
-class CudaHfReferenceTest : public ::testing::TestWithParam<const char*> {};
+class CudaHfReferenceTest
+    : public ::testing::TestWithParam<std::tuple<const char*, model::Activations>> {};
 
 TEST_P(CudaHfReferenceTest, LogitsAndTop1MatchTransformers) {
   BANYAN_SKIP_WITHOUT_GPU();
-  const std::string dir = testing::SourceDir() + "/tests/hf/data/tiny_models/" + GetParam();
+  const auto [name, activations] = GetParam();
+  const bool split = activations == model::Activations::kSplitBf16;
+  const std::string dir = testing::SourceDir() + "/tests/hf/data/tiny_models/" + name;
   BANYAN_ASSERT_OK_AND_ASSIGN(std::string json_text, testing::ReadFileBytes(dir + "/reference.json"));
   const nlohmann::json ref = nlohmann::json::parse(json_text);
   BANYAN_ASSERT_OK_AND_ASSIGN(std::string logits_bin, testing::ReadFileBytes(dir + "/logits.bin"));
   BANYAN_ASSERT_OK_AND_ASSIGN(std::string long_bin, testing::ReadFileBytes(dir + "/long_top1.bin"));
   BANYAN_ASSERT_OK_AND_ASSIGN(model::ModelWeights weights, model::LoadModelWeights(dir));
-  BANYAN_ASSERT_OK_AND_ASSIGN(auto backend, model::CreateCudaBackend(weights));
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto backend, model::CreateCudaBackend(weights, {.activations = activations}));
   const int vocab = weights.config.vocab_size;
 
   // (1) Logits of the short sequences.
@@ -58,7 +67,7 @@ TEST_P(CudaHfReferenceTest, LogitsAndTop1MatchTransformers) {
       worst = std::max(worst, std::sqrt(err / norm));
     }
   }
-  EXPECT_LT(worst, 2e-2) << GetParam();
+  EXPECT_LT(worst, 2e-2) << name;
 
   // (2) Top-1 over the long sequences.
   const auto long_seqs = ref["long_seqs"].get<std::vector<std::vector<int32_t>>>();
@@ -83,18 +92,20 @@ TEST_P(CudaHfReferenceTest, LogitsAndTop1MatchTransformers) {
       }
     }
   }
-  std::printf("%s: worst logits rel err %.2e; top-1 strict %d/%d = %.4f; beyond the bf16 noise "
-              "margin %d/%d = %.4f\n",
-              GetParam(), worst, strict, positions, double(strict) / positions, decisive_agree, decisive,
-              decisive ? double(decisive_agree) / decisive : 1.0);
+  std::printf("%s, %s activations: worst logits rel err %.2e; top-1 strict %d/%d = %.4f; beyond the "
+              "bf16 noise margin %d/%d = %.4f\n",
+              name, split ? "split-bf16" : "bf16", worst, strict, positions, double(strict) / positions,
+              decisive_agree, decisive, decisive ? double(decisive_agree) / decisive : 1.0);
   EXPECT_GE(positions, 1000);
-  EXPECT_GE(static_cast<double>(decisive_agree) / decisive, 0.99) << GetParam();
-  EXPECT_GE(static_cast<double>(strict) / positions, 0.97) << GetParam();
+  EXPECT_GE(static_cast<double>(decisive_agree) / decisive, 0.99) << name;
+  EXPECT_GE(static_cast<double>(strict) / positions, split ? 0.99 : 0.97) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, CudaHfReferenceTest,
-                         ::testing::Values("llama_gqa4_untied", "llama_odd_heads_tied",
-                                           "llama3_rope_mha_f32", "qwen2_bias_tied"));
+                         ::testing::Combine(::testing::Values("llama_gqa4_untied", "llama_odd_heads_tied",
+                                                              "llama3_rope_mha_f32", "qwen2_bias_tied"),
+                                            ::testing::Values(model::Activations::kBf16,
+                                                              model::Activations::kSplitBf16)));
 
 }  // namespace
 }  // namespace banyan
