@@ -13,6 +13,7 @@
 #include "model/cuda/attention_call.h"
 #include "model/cuda/device_weights.h"
 #include "model/cuda/ops.h"
+#include "model/sampling/greedy_cuda.h"
 #include "sdk/gpu/blas.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
@@ -62,6 +63,17 @@ class CudaBackend final : public Backend {
   MemorySpace kv_memory_space() const override { return MemorySpace::kDevice; }
 
   absl::Status Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) override;
+  // Greedy rows on the device (model/sampling/greedy_cuda.h): 12 bytes per
+  // logit row come back instead of the row.
+  bool supports_greedy() const override { return true; }
+  absl::Status ForwardGreedy(const ForwardBatch& batch, const KvCache& kv, absl::Span<int32_t> tokens,
+                             absl::Span<float> logprobs) override;
+
+ private:
+  // Forward after validation; logits == nullptr leaves them on the device.
+  absl::Status ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits);
+  gpu::DeviceBuffer greedy_;       // ForwardGreedy: [logit rows] tokens, logprobs, bad flags
+  gpu::PinnedBuffer greedy_host_;  // the same, on the host
 
  private:
   // Grows the scratch buffers to `rows` query rows and `logit_rows` logits.
@@ -138,6 +150,44 @@ absl::Status CudaBackend::EnsureScratch(int64_t rows, int64_t logit_rows) {
 
 absl::Status CudaBackend::Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) {
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, logits.size()));
+  return ForwardValidated(batch, kv, logits.data());
+}
+
+absl::Status CudaBackend::ForwardGreedy(const ForwardBatch& batch, const KvCache& kv, absl::Span<int32_t> tokens,
+                                        absl::Span<float> logprobs) {
+  const size_t m = batch.logit_rows.size();
+  if (tokens.size() < m || logprobs.size() < m) {
+    return absl::InvalidArgumentError(absl::StrCat("CUDA backend: ", m, " logit rows but room for ", tokens.size(),
+                                                   " tokens and ", logprobs.size(), " logprobs"));
+  }
+  // Validated as a Forward whose logits would fit (they stay on the device).
+  BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
+  if (m == 0) return ForwardValidated(batch, kv, nullptr);
+  if (greedy_host_.size() < 12 * m) {  // before the pass: nothing may fail between it and the results
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    BANYAN_RETURN_IF_ERROR(Reserve(greedy_, 12 * m));
+    BANYAN_ASSIGN_OR_RETURN(greedy_host_, gpu::PinnedBuffer::Allocate(12 * m));
+  }
+  BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr));
+  const sampling::GreedyRowsArgs args{.logits = logits_.As<float>(), .rows = static_cast<int32_t>(m),
+                                      .vocab = static_cast<int32_t>(config_.vocab_size),
+                                      .tokens = greedy_.As<int32_t>(), .logprobs = greedy_.As<float>() + m,
+                                      .bad = greedy_.As<int32_t>() + 2 * m};
+  BANYAN_RETURN_IF_ERROR(sampling::LaunchGreedyRows(args, stream_.get()));
+  BANYAN_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(greedy_host_.data(), greedy_.data(), 12 * m, cudaMemcpyDeviceToHost, stream_.get()));
+  BANYAN_RETURN_IF_ERROR(stream_.Synchronize());
+  const int32_t* token = greedy_host_.As<int32_t>();
+  const float* logprob = greedy_host_.As<float>() + m;
+  const int32_t* bad = token + 2 * m;
+  for (size_t i = 0; i < m; ++i) {
+    tokens[i] = bad[i] != 0 ? -1 : token[i];
+    logprobs[i] = logprob[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits) {
   if (kv.dtype != DType::kBf16) {
     return absl::InvalidArgumentError(absl::StrCat("CUDA backend: the KV pool must be bf16, got ",
                                                    std::string(DTypeName(kv.dtype))));
@@ -148,7 +198,7 @@ absl::Status CudaBackend::Forward(const ForwardBatch& batch, const KvCache& kv, 
   if (n > INT32_MAX / 8 || m > INT32_MAX / 8) return absl::InvalidArgumentError("CUDA backend: batch too large");
   BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   BANYAN_RETURN_IF_ERROR(EnsureScratch(n, m));
-  absl::Status status = Run(batch, kv, n, m, logits.data());
+  absl::Status status = Run(batch, kv, n, m, logits);
   // Never leave work in flight that reads the caller's spans or pool.
   const absl::Status sync = stream_.Synchronize();
   BANYAN_RETURN_IF_ERROR(status);
@@ -248,6 +298,7 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
                                            .b = w_.lm_head_ptr(), .c = logits_.data(),
                                            .ab_dtype = DType::kBf16, .c_dtype = DType::kF32},
                                    stream));
+  if (logits == nullptr) return absl::OkStatus();  // ForwardGreedy: the logits stay on the device
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits, logits_.data(), static_cast<size_t>(m * V) * 4,
                                               cudaMemcpyDeviceToHost, stream));
   return absl::OkStatus();
