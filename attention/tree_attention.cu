@@ -80,6 +80,9 @@ absl::StatusOr<bool> ProbeWgmma(int device) {
   return value == 1;
 }
 
+// Ints after the fused merge's counters: the grid merge's barrier.
+constexpr int64_t kBarrierInts = 2;
+
 int64_t Bucket(int64_t n) {
   int64_t c = 64;
   while (c < n) c *= 2;
@@ -195,7 +198,7 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // the old partials may still be in use
     BANYAN_ASSIGN_OR_RETURN(partials_, gpu::DeviceBuffer::Allocate(partial_bytes));
   }
-  const size_t done_bytes = static_cast<size_t>(Bucket(args.plan->num_queries)) * sizeof(int32_t);
+  const size_t done_bytes = static_cast<size_t>(Bucket(args.plan->num_queries) + kBarrierInts) * sizeof(int32_t);
   if (query_done_.size() < done_bytes) {
     BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // a launch may still use the old counters
     BANYAN_ASSIGN_OR_RETURN(query_done_, gpu::DeviceBuffer::Allocate(done_bytes));
@@ -235,8 +238,10 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.row_slot_indptr = blob + offsets_[kRowSlotIndptr];
   p.num_queries = blob + offsets_[kNumQueries];
   p.query_items = blob + offsets_[kQueryItems];
-  const bool fused = fused_merge_ && work_.fused_merge;
+  const bool fused = !grid_merge_ && fused_merge_ && work_.fused_merge;
   p.query_done = fused ? query_done_.As<int32_t>() : nullptr;
+  p.grid_barrier = grid_merge_ ? query_done_.As<int32_t>() + (query_done_.size() / sizeof(int32_t) - kBarrierInts)
+                               : nullptr;
   p.chain_items = chain_items_ ? 1 : 0;
   p.kv_pool = args.kv_pool;
   p.k_plane = args.layout.PlaneOffset(args.layer, 0);
@@ -259,17 +264,27 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
+    // The item kernel; a cooperative launch for the grid merge (every CTA resident).
+    cudaLaunchConfig_t items = {};
+    items.gridDim = dim3(grid_);
+    items.blockDim = dim3(kernels::kThreads);
+    items.stream = stream;
+    cudaLaunchAttribute cooperative[1] = {};
+    cooperative[0].id = cudaLaunchAttributeCooperative;
+    cooperative[0].val.cooperative = 1;
+    items.attrs = cooperative;
+    items.numAttrs = grid_merge_ ? 1 : 0;
     if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {
-        kernels::PersistentWgmmaKernel<T, D>
-            <<<grid_, kernels::kThreads, kernels::kWgmmaSmemBytes<T, D>, stream>>>(p, wgmma_narrow_rows_);
+        items.dynamicSmemBytes = kernels::kWgmmaSmemBytes<T, D>;
+        BANYAN_CUDA_RETURN_IF_ERROR(
+            cudaLaunchKernelEx(&items, kernels::PersistentWgmmaKernel<T, D>, p, wgmma_narrow_rows_));
       }
     } else {
-      kernels::PersistentAttentionKernel<T, D>
-          <<<grid_, kernels::kThreads, kernels::kPersistentSmemBytes<T, D>, stream>>>(p);
+      items.dynamicSmemBytes = kernels::kPersistentSmemBytes<T, D>;
+      BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentAttentionKernel<T, D>, p));
     }
-    BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-    if (fused) return absl::OkStatus();  // the persistent kernel merged every row
+    if (fused || grid_merge_) return absl::OkStatus();  // the persistent kernel merged every row
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(merge_grid);
     config.blockDim = dim3(kernels::kMergeThreads);

@@ -106,6 +106,11 @@ class TreeAttention {
   // (the next item's first KV tiles load during the current item); false:
   // every item fills and drains its own. Takes effect at the next Run.
   void set_chain_items(bool chain) { chain_items_ = chain; }
+  // true: one launch: the persistent kernel is a cooperative launch (every
+  // CTA resident) and, after a grid-wide barrier, all CTAs merge the rows
+  // (spread like the merge kernel). Overrides the fused and overlapped merge.
+  // Default false. Takes effect at the next Run.
+  void set_grid_merge(bool grid_merge) { grid_merge_ = grid_merge; }
 
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
@@ -123,12 +128,14 @@ class TreeAttention {
   bool fused_merge_ = false;
   bool overlap_merge_ = true;
   bool chain_items_ = true;
+  bool grid_merge_ = false;
   bool pdl_supported_ = false;  // compute capability >= 9.0
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
   WorkPlan work_;
-  // Completion counters of the fused merge, one per query row (bucketed);
-  // zero between launches (each launch resets the counters it used).
+  // Completion counters of the fused merge, one per query row (bucketed),
+  // then the two ints of the grid merge's barrier; zero between launches
+  // (each launch resets what it used).
   gpu::DeviceBuffer query_done_;
   // Shape of the prepared plan, checked by Run.
   const AttentionPlan* prepared_plan_ = nullptr;

@@ -71,21 +71,26 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
     BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * DTypeSize(c.out_dtype), nl));
     // The default kernel (kAuto: wgmma where available) and kNarrow with each
-    // merge path: a programmatic dependent launch (default), merged inside the
-    // persistent kernel (fused), a plain second launch with every item
-    // draining its own KV pipeline (no chained items).
+    // merge path: a programmatic dependent launch (default), one cooperative
+    // launch merging after a grid barrier (onelaunch), merged inside the
+    // persistent kernel by the CTA of a row's last item (fused), a plain
+    // second launch with every item draining its own KV pipeline (unchained).
     struct Config {
       const char* name;
       KernelVariant variant;
-      bool fused, overlap, chain;
+      bool fused, overlap, chain, grid;
     };
-    for (const Config& config : {Config{"auto", KernelVariant::kAuto, false, true, true},
-                                 Config{"narrow", KernelVariant::kNarrow, false, true, true},
-                                 Config{"narrow-fused", KernelVariant::kNarrow, true, false, true},
-                                 Config{"narrow-plain-unchained", KernelVariant::kNarrow, false, false, false}}) {
+    for (const Config& config :
+         {Config{"auto", KernelVariant::kAuto, false, true, true, false},
+          Config{"auto-onelaunch", KernelVariant::kAuto, false, false, true, true},
+          Config{"narrow", KernelVariant::kNarrow, false, true, true, false},
+          Config{"narrow-onelaunch", KernelVariant::kNarrow, false, false, true, true},
+          Config{"narrow-fused", KernelVariant::kNarrow, true, false, true, false},
+          Config{"narrow-plain-unchained", KernelVariant::kNarrow, false, false, false, false}}) {
       const char* merge = config.name;
       runner->set_variant(config.variant);
       runner->set_chain_items(config.chain);
+      runner->set_grid_merge(config.grid);
       BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, d.out.data(), c.out_dtype, d.lse.As<float>());
@@ -167,23 +172,30 @@ TEST(TreeAttentionGpuApiTest, GraphCaptureAndErrors) {
   BANYAN_ASSERT_OK(ValidateAttentionArgs(args));
   BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get(), PlanCheck::kPlanValidated));
   BANYAN_ASSERT_OK(stream.Synchronize());
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  const absl::Status run = runner->Run(args, stream.get());
-  ASSERT_EQ(cudaStreamEndCapture(stream.get(), &graph), cudaSuccess);
-  BANYAN_ASSERT_OK(run);
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (int replay = 0; replay < 2; ++replay) {
-    BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));
-    ASSERT_EQ(cudaGraphLaunch(exec, stream.get()), cudaSuccess);
-    BANYAN_ASSERT_OK(stream.Synchronize());
-    std::vector<float> got(n);
-    BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
-    EXPECT_LT(RelativeError(ToDoubles(got.data(), kF, n), ToDoubles(want.data(), kF, n)), 1e-2);
+  // Captured twice: two launches (the merge a programmatic dependent launch),
+  // then one cooperative launch with the grid merge; each graph replayed twice.
+  for (const bool grid_merge : {false, true}) {
+    runner->set_grid_merge(grid_merge);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const absl::Status run = runner->Run(args, stream.get());
+    ASSERT_EQ(cudaStreamEndCapture(stream.get(), &graph), cudaSuccess);
+    BANYAN_ASSERT_OK(run);
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int replay = 0; replay < 2; ++replay) {
+      BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));
+      ASSERT_EQ(cudaGraphLaunch(exec, stream.get()), cudaSuccess);
+      BANYAN_ASSERT_OK(stream.Synchronize());
+      std::vector<float> got(n);
+      BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
+      EXPECT_LT(RelativeError(ToDoubles(got.data(), kF, n), ToDoubles(want.data(), kF, n)), 1e-2)
+          << "grid merge " << grid_merge << " replay " << replay;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  runner->set_grid_merge(false);
 }
 
 TEST(TreeAttentionGpuApiTest, BifurcatedMatchesReference) {

@@ -8,6 +8,8 @@
 //   plain    the defaults with the merge as a plain second launch;
 //   nochain  the defaults with every batched item filling and draining its
 //            own KV pipeline (no loads of the next item during the current);
+//   onelaunch the defaults as one cooperative launch: every CTA merges after
+//            a grid-wide barrier (no merge kernel);
 //   perseq   PathChoice::kPerSequence: each row reads its whole path itself,
 //            tensor-core tiles per sequence (FlashInfer-style GQA decode)
 //   flat     PathChoice::kFlattened: FlashDecoding-style split-K on CUDA cores
@@ -47,7 +49,7 @@ struct Shape {
 };
 
 struct Row {
-  double tree = 0, narrow = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, perseq = 0, flat = 0, floor = 0;
+  double tree = 0, narrow = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
 };
 // One column of the table: a path and the runner's settings.
 struct Variant {
@@ -56,6 +58,7 @@ struct Variant {
   bool overlap_merge;
   bool chain_items;
   bool force_narrow;  // KernelVariant::kNarrow instead of the runner's default
+  bool grid_merge;    // one cooperative launch, merged after a grid barrier
   double Row::*cell;
   const char* tag;
 };
@@ -117,6 +120,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   (*runner)->set_overlap_merge(v.overlap_merge);
   (*runner)->set_chain_items(v.chain_items);
   if (v.force_narrow) (*runner)->set_variant(KernelVariant::kNarrow);
+  (*runner)->set_grid_merge(v.grid_merge);
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -182,14 +186,15 @@ std::vector<Shape> Shapes() {
 
 void PrintTable() {
   // Ratios against the default (tree) column.
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
-              "narrow", "c64", "c256", "plain", "nochain", "perseq", "flat", "floor", "x_floor", "ps/tree", "fl/tree");
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
+              "narrow", "c64", "c256", "plain", "nochain", "1launch", "perseq", "flat", "floor", "x_floor", "ps/tree",
+              "fl/tree");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
     if (r.tree <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n", name.c_str(),
-                r.tree, r.narrow, r.c64, r.c256, r.plain, r.nochain, r.perseq, r.flat, r.floor, r.tree / r.floor,
-                r.perseq / r.tree, r.flat / r.tree);
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n",
+                name.c_str(), r.tree, r.narrow, r.c64, r.c256, r.plain, r.nochain, r.one, r.perseq, r.flat, r.floor,
+                r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
   }
 }
 
@@ -200,14 +205,15 @@ int main(int argc, char** argv) {
   using namespace banyan::attention;
   for (const Shape& shape : Shapes()) {
     Order().push_back(shape.name);
-    for (const Variant& v : {Variant{PathChoice::kAuto, 0, true, true, false, &Row::tree, "tree"},
-                             Variant{PathChoice::kAuto, 0, true, true, true, &Row::narrow, "narrow"},
-                             Variant{PathChoice::kAuto, 64, true, true, false, &Row::c64, "c64"},
-                             Variant{PathChoice::kAuto, 256, true, true, false, &Row::c256, "c256"},
-                             Variant{PathChoice::kAuto, 0, false, true, false, &Row::plain, "plain"},
-                             Variant{PathChoice::kAuto, 0, true, false, false, &Row::nochain, "nochain"},
-                             Variant{PathChoice::kPerSequence, 0, true, true, false, &Row::perseq, "perseq"},
-                             Variant{PathChoice::kFlattened, 0, true, true, false, &Row::flat, "flat"}}) {
+    for (const Variant& v : {Variant{PathChoice::kAuto, 0, true, true, false, false, &Row::tree, "tree"},
+                             Variant{PathChoice::kAuto, 0, true, true, true, false, &Row::narrow, "narrow"},
+                             Variant{PathChoice::kAuto, 64, true, true, false, false, &Row::c64, "c64"},
+                             Variant{PathChoice::kAuto, 256, true, true, false, false, &Row::c256, "c256"},
+                             Variant{PathChoice::kAuto, 0, false, true, false, false, &Row::plain, "plain"},
+                             Variant{PathChoice::kAuto, 0, true, false, false, false, &Row::nochain, "nochain"},
+                             Variant{PathChoice::kAuto, 0, true, true, false, true, &Row::one, "onelaunch"},
+                             Variant{PathChoice::kPerSequence, 0, true, true, false, false, &Row::perseq, "perseq"},
+                             Variant{PathChoice::kFlattened, 0, true, true, false, false, &Row::flat, "flat"}}) {
       benchmark::RegisterBenchmark(absl::StrCat("attn/", v.tag, "/", shape.name).c_str(),
                                    [shape, v](benchmark::State& st) { RunShape(st, shape, v); })
           ->UseManualTime()

@@ -140,6 +140,55 @@ __global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p)
   }
 }
 
+// A grid-wide barrier for a cooperative launch (every CTA resident): the
+// writer side is __syncthreads; __threadfence; atomicAdd, the last CTA to
+// arrive resets the count and bumps the generation the others spin on; then
+// __threadfence and __syncthreads. Partials written before it are read after
+// it through L2 (__ldcg). bar[0], bar[1]: zero before the first launch.
+__device__ __forceinline__ void GridBarrier(int32_t* bar) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    volatile int32_t* generation = bar + 1;
+    const int32_t seen = *generation;  // read before arriving: the bump comes after every arrival
+    __threadfence();
+    if (atomicAdd(bar, 1) == static_cast<int32_t>(gridDim.x) - 1) {
+      atomicExch(bar, 0);  // for the next launch
+      __threadfence();
+      atomicAdd(bar + 1, 1);
+    } else {
+      while (*generation == seen) __nanosleep(64);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// The merge inside the persistent kernel after GridBarrier (one launch): the
+// warps of every CTA grid-stride over (row, head) pairs like MergeKernel. The
+// first pair's slot range is read before the barrier. kThreadsN: threads per CTA.
+template <int D, int kThreadsN>
+__device__ __forceinline__ void BarrierThenMergeAllRows(const TreeParams& p) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t{gridDim.x} * (kThreadsN / 32);
+  int64_t idx = int64_t{blockIdx.x} * (kThreadsN / 32) + threadIdx.x / 32;
+  const int64_t total = int64_t{*p.num_queries} * p.num_q_heads;
+  int32_t row = static_cast<int32_t>(idx / p.num_q_heads);
+  int32_t begin = 0, end = 0;
+  if (idx < total) {
+    begin = p.row_slot_indptr[row];
+    end = p.row_slot_indptr[row + 1];
+  }
+  GridBarrier(p.grid_barrier);
+  while (idx < total) {
+    MergeSlots<D>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane);
+    idx += warps;
+    if (idx >= total) break;
+    row = static_cast<int32_t>(idx / p.num_q_heads);
+    begin = p.row_slot_indptr[row];
+    end = p.row_slot_indptr[row + 1];
+  }
+}
+
 // The merge fused into the persistent kernel (one launch): after an item has
 // written its partials, the CTA counts one completion for every query row the
 // item touched (query_done[q], atomic); the CTA whose completion makes the

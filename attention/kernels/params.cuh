@@ -35,6 +35,10 @@ struct TreeParams {
   const int32_t* query_items;           // [num_queries] items that touch each query row
   int32_t* query_done;                  // [num_queries] completions so far; 0 between launches
   int32_t chain_items;                  // 1: consecutive batched items share one KV pipeline (tree.cuh)
+  // Non-null: one launch (cooperative, all CTAs resident): after its items every
+  // CTA waits at a grid-wide barrier ([0] arrivals, [1] generation; zero-initialized,
+  // [0] back to 0 after every launch), then all CTAs merge (merge.cuh MergeAllRows).
+  int32_t* grid_barrier;
   // Tensors.
   const void* kv_pool;   // KvLayout (kv_layout.h) of the KV dtype
   int64_t k_plane;       // element offset of the layer's K plane

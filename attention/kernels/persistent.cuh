@@ -6,7 +6,9 @@
 // second launch (merge.cuh) that the kernel lets start at once
 // (TriggerDependents, programmatic dependent launch on sm_90+) so that its
 // launch latency and prologue hide behind the items; or, with the fused merge
-// (query_done != nullptr), the CTA that finishes a row's last item merges it.
+// (query_done != nullptr), the CTA that finishes a row's last item merges it;
+// or, in a cooperative launch (grid_barrier != nullptr), every CTA merges
+// after a grid-wide barrier (one launch, the merge spread over all CTAs).
 #ifndef BANYAN_ATTENTION_KERNELS_PERSISTENT_CUH_
 #define BANYAN_ATTENTION_KERNELS_PERSISTENT_CUH_
 
@@ -55,6 +57,7 @@ __device__ __forceinline__ void RunCtaItems(const TreeParams& p, char* smem, int
     if (p.query_done != nullptr) CompleteItem<D, kThreads>(p, it, s_rows, s_count);
     __syncthreads();  // shared memory is reused by the next item
   }
+  if (p.grid_barrier != nullptr) BarrierThenMergeAllRows<D, kThreads>(p);  // one launch (cooperative)
 }
 
 // The kNarrow kernel (tree.cuh: 16 rows per warp, 4 KV stages, Q fragments
