@@ -2,7 +2,7 @@
 """Joins one device run's attention_bench JSON and attention_peers.py JSON lines into the markdown
 table of bench/RESULTS.md ("attention (GPU)"): every shape's time per column and its ratios.
 
-  python3 bench/peers/attention_table.py BENCH_JSON PEERS_JSONL > table.md
+  python3 bench/peers/attention_table.py BENCH_JSON[,BENCH_JSON...] PEERS_JSONL > table.md
 
 Columns: each attention_bench column (benchmark names attn/<column>/<shape>; median_us counter),
 the floor from the peers run's measured ceilings (same machine and run; the bench's own floor with
@@ -30,9 +30,14 @@ def peer_name(ours):
 
 
 def main():
-    bench = json.load(open(sys.argv[1]))
+    benches = []
+    for path in sys.argv[1].split(","):
+        try:
+            benches += json.load(open(path))["benchmarks"]
+        except (OSError, ValueError) as e:
+            print(f"(skipped {path}: {e})", file=sys.stderr)
     ours, order, cols = {}, [], []
-    for b in bench["benchmarks"]:
+    for b in benches:
         parts = re.sub(r"/iterations:.*$", "", b["name"]).split("/", 2)
         if len(parts) < 3 or "median_us" not in b:
             continue

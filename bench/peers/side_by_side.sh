@@ -22,7 +22,7 @@ FI="--fi-methods cascade,cascade_2level"
   && python3 bench/peers/attention_peers.py --warm-fi $FI) > "$OUT/warm_fi.log" 2>&1 &
 WARM=$!
 t0=$(date +%s)
-"$B/attention_gpu_test" --gtest_color=no > "$OUT/gpu_test.log" 2>&1; echo "gpu_test rc=$? $(( $(date +%s) - t0 ))s"
+timeout 300 "$B/attention_gpu_test" --gtest_color=no > "$OUT/gpu_test.log" 2>&1; echo "gpu_test rc=$? $(( $(date +%s) - t0 ))s"
 grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/gpu_test.log" | head; grep -oE " rel_err [0-9.e+-]+" "$OUT/gpu_test.log" | sort -k2 -g | tail -1
 t0=$(date +%s)
 timeout 150 "$CS" --tool racecheck --print-limit 5 "$B/attention_gpu_test" --gtest_filter='*MatchesReference/2' > "$OUT/racecheck.log" 2>&1
@@ -32,12 +32,18 @@ timeout 90 "$CS" --tool memcheck --print-limit 5 "$B/attention_gpu_test" --gtest
 echo "memcheck rc=$? $(( $(date +%s) - t0 ))s"; tail -2 "$OUT/memcheck.log"
 wait $WARM; echo "warm rc=$?"; tail -2 "$OUT/warm_fi.log"
 t0=$(date +%s)
-"$B/attention_bench" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json > "$OUT/bench.log" 2>&1
+# The one-launch (cooperative, grid-barrier) column runs in its own invocation, last.
+timeout 240 "$B/attention_bench" --benchmark_filter='^attn/(tree|narrow|c64|c256|plain|nochain|perseq|flat)/' \
+  --benchmark_out="$OUT/bench.json" --benchmark_out_format=json > "$OUT/bench.log" 2>&1
 echo "bench rc=$? $(( $(date +%s) - t0 ))s"; sed -n '/^shape (bf16/,$p' "$OUT/bench.log"
+timeout 60 "$B/attention_bench" --benchmark_filter='^attn/onelaunch/' \
+  --benchmark_out="$OUT/bench_onelaunch.json" --benchmark_out_format=json > "$OUT/bench_onelaunch.log" 2>&1
+echo "bench onelaunch rc=$?"
 t0=$(date +%s)
 python3 bench/peers/attention_peers.py $FI --max-seconds 240 --jsonl "$OUT/peers.jsonl" > "$OUT/peers.log" 2>&1
 echo "peers rc=$? $(( $(date +%s) - t0 ))s"; grep -E "^ceilings|^total" "$OUT/peers.log"
-python3 bench/peers/attention_table.py "$OUT/bench.json" "$OUT/peers.jsonl" > "$OUT/table.md" && sed -n '3,40p' "$OUT/table.md" | cut -d'|' -f2,3,11,12,13,14,15,17,19
+python3 bench/peers/attention_table.py "$OUT/bench.json,$OUT/bench_onelaunch.json" "$OUT/peers.jsonl" > "$OUT/table.md"
+grep -E "^h|^Ceil" "$OUT/table.md"
 t0=$(date +%s)
 for s in "h8/1 L64 P2048 S64" "h32/8 L64 P2048 S64" "h8/1 probe"; do
   timeout 60 "$NCU" --clock-control none --metrics gpu__time_duration.sum -k 'regex:Persistent|Merge' -c 6 \
