@@ -33,7 +33,7 @@ timeout 90 "$CS" --tool memcheck --print-limit 5 "$B/attention_gpu_test" --gtest
 echo "memcheck rc=$? $(( $(date +%s) - t0 ))s"; tail -2 "$OUT/memcheck.log"
 t0=$(date +%s)
 BANYAN_ATTENTION_TEST_CONFIGS=auto-onelaunch,narrow-onelaunch timeout 60 "$CS" --tool memcheck --print-limit 5 \
-  "$B/attention_gpu_test" --gtest_filter='*GraphCapture*:*MatchesReference/2:*MatchesReference/13' > "$OUT/memcheck_onelaunch.log" 2>&1
+  "$B/attention_gpu_test" --gtest_filter='*GraphCapture*:*TreeAttentionGpuTest.MatchesReference/2:*TreeAttentionGpuTest.MatchesReference/13' > "$OUT/memcheck_onelaunch.log" 2>&1
 echo "memcheck onelaunch rc=$? $(( $(date +%s) - t0 ))s"; tail -2 "$OUT/memcheck_onelaunch.log"
 unset BANYAN_ATTENTION_TEST_CONFIGS
 wait $WARM; echo "warm rc=$?"; tail -2 "$OUT/warm_fi.log"
