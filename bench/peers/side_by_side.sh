@@ -26,7 +26,7 @@ timeout 300 "$B/attention_gpu_test" --gtest_color=no > "$OUT/gpu_test.log" 2>&1;
 grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/gpu_test.log" | head; grep -oE " rel_err [0-9.e+-]+" "$OUT/gpu_test.log" | sort -k2 -g | tail -1
 t0=$(date +%s)
 export BANYAN_ATTENTION_TEST_CONFIGS=auto,narrow,narrow-fused,narrow-plain-unchained  # no cooperative launch
-timeout 150 "$CS" --tool racecheck --print-limit 5 "$B/attention_gpu_test" --gtest_filter='*MatchesReference/2' > "$OUT/racecheck.log" 2>&1
+timeout 150 "$CS" --tool racecheck --print-limit 5 "$B/attention_gpu_test" --gtest_filter='*TreeAttentionGpuTest.MatchesReference/2' > "$OUT/racecheck.log" 2>&1
 echo "racecheck rc=$? $(( $(date +%s) - t0 ))s"; tail -2 "$OUT/racecheck.log"
 t0=$(date +%s)
 timeout 90 "$CS" --tool memcheck --print-limit 5 "$B/attention_gpu_test" --gtest_filter='*GraphCapture*:*MatchesReference/2:*MatchesReference/13' > "$OUT/memcheck.log" 2>&1
