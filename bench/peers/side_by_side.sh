@@ -51,7 +51,8 @@ echo "peers rc=$? $(( $(date +%s) - t0 ))s"; grep -E "^ceilings|^total" "$OUT/pe
 python3 bench/peers/attention_table.py "$OUT/bench.json,$OUT/bench_onelaunch.json" "$OUT/peers.jsonl" > "$OUT/table.md"
 grep -E "^h|^Ceil" "$OUT/table.md"
 t0=$(date +%s)
-for s in "h8/1 L64 P2048 S64" "h32/8 L64 P2048 S64" "h8/1 probe"; do
+for s in "tree/h8/1 L64 P2048 S64" "narrow/h8/1 L64 P2048 S64" "tree/h32/8 L64 P2048 S64" "tree/h8/1 probe"; do
+  echo "== $s"
   timeout 60 "$NCU" --clock-control none --metrics gpu__time_duration.sum -k 'regex:Persistent|Merge' -c 6 \
-    "$B/attention_bench" --benchmark_filter="attn/tree/$s" 2>&1 | grep -E "Persistent|Merge|gpu__time_duration" | tail -6
+    "$B/attention_bench" --benchmark_filter="attn/$s" 2>&1 | grep -E "Persistent|Merge|gpu__time_duration" | tail -6
 done > "$OUT/ncu.log" 2>&1; echo "ncu $(( $(date +%s) - t0 ))s"; cat "$OUT/ncu.log"
