@@ -229,6 +229,18 @@ bool CollectAtLeast(absl::Span<const float> x, float threshold, std::vector<int3
   return true;
 }
 
+BANYAN_ROW_CLONES void BinIndices(absl::Span<const float> x, const float* e, float max, float scale, int32_t top,
+                                  int32_t* bins) {
+  const float* p = x.data();
+  const size_t n = x.size();
+  const float limit = static_cast<float>(top);
+  for (size_t i = 0; i < n; ++i) {
+    const float d = (max - p[i]) * scale;
+    const int32_t b = static_cast<int32_t>(d < limit ? d : limit);
+    bins[i] = e[i] > 0.0f ? b : top + 1;
+  }
+}
+
 BANYAN_ROW_CLONES float MinAtLeast(absl::Span<const float> x, float floor) {
   const float* p = x.data();
   const size_t n = x.size();

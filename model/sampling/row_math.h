@@ -59,6 +59,11 @@ void DivideRow(absl::Span<const float> src, float divisor, float* dst);
 bool CollectAtLeast(absl::Span<const float> x, float threshold, std::vector<int32_t>* ids,
                     size_t limit = SIZE_MAX);
 
+// Histogram bins by value: bins[i] = min(top, int((max - x[i]) * scale)) when
+// e[i] > 0, else top + 1 (monotone: larger values get lower bins).
+// REQUIRES: scale * (max - x[i]) finite or +inf for finite-e entries.
+void BinIndices(absl::Span<const float> x, const float* e, float max, float scale, int32_t top, int32_t* bins);
+
 // The smallest x[i] with x[i] >= floor (+inf if none).
 float MinAtLeast(absl::Span<const float> x, float floor);
 

@@ -26,6 +26,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kTopPCandidateGap = 13.8155f;
 // Above this many candidates top-p bins by mass instead of sorting them all.
 constexpr size_t kTopPSortLimit = 4096;
+constexpr int32_t kBins = 4096;  // top-p histogram
 
 // Per-thread buffers, reused across rows (sized to the largest vocabulary seen).
 struct Scratch {
@@ -36,6 +37,9 @@ struct Scratch {
   std::vector<int32_t> top;      // top_logprobs ids; top-p's crossing bin
   std::vector<double> bin_mass;  // top-p histogram
   std::vector<int32_t> bins;     // top-p: bin per token
+  std::vector<int32_t> crossing; // top-p: kept tokens of the crossing bin
+  int32_t cross = 0;             // top-p: the crossing bin
+  double cross_before = 0;       // top-p: mass of the bins below it
   std::vector<uint8_t> seen;     // per token; all zero between calls
   std::vector<int32_t> counts;   // per token; all zero between calls
 };
@@ -116,55 +120,67 @@ void CutSorted(const float* e, double before, double need, std::vector<int32_t>&
 }
 
 // Top-p over the whole row when the candidates near the max do not settle it
-// (broad distributions): a histogram of mass over log-probability bins finds
-// the bin where the cumulative mass crosses `need`; every token of the bins
-// above is kept, the crossing bin alone is sorted. O(vocab) + a small sort.
-// ids receives the kept tokens (those of the crossing bin last).
-void TopPByHistogram(absl::Span<const float> v, const float* e, float max, double need, Scratch& s,
-                     std::vector<int32_t>& ids) {
-  constexpr int32_t kBins = 4096;
+// (broad distributions): a histogram of mass over value bins finds the bin
+// where the cumulative mass crosses `need`. Every token of a lower bin is
+// kept; the crossing bin alone is sorted and cut (s.crossing: its kept
+// tokens, more likely first). Sets s.bins, s.bin_mass (combined, per bin),
+// s.cross and s.cross_before (the mass of the bins below it). O(vocab).
+void BinTopP(absl::Span<const float> v, const float* e, float max, double need, Scratch& s) {
   // Bins span the values whose exp is not 0 (FastExp is 0 below max - 87).
   const float floor = max - 86.0f;
   const float range = max - sampling::MinAtLeast(v, floor);
   const float scale = range > 0 ? (kBins - 1) / range : 0.0f;
   const size_t n = v.size();
-  // Bin per token (monotone in the value: larger values, lower bins; kBins
-  // for tokens of zero mass).
+  // Bin per token (larger values, lower bins; kBins for zero mass).
   s.bins.resize(n);
   int32_t* bins = s.bins.data();
-  for (size_t i = 0; i < n; ++i) {
-    const float d = (max - v[i]) * scale;
-    const int32_t b = static_cast<int32_t>(d < kBins - 1 ? d : kBins - 1);
-    bins[i] = e[i] > 0 ? b : kBins;
+  sampling::BinIndices(v, e, max, scale, kBins - 1, bins);
+  // Four interleaved histograms (no store-to-load chains on repeated bins),
+  // added in a fixed order.
+  constexpr int kWays = 4;
+  s.bin_mass.assign(kWays * (kBins + 1), 0.0);
+  double* mass = s.bin_mass.data();
+  size_t i = 0;
+  for (; i + kWays <= n; i += kWays) {
+    for (int w = 0; w < kWays; ++w) mass[w * (kBins + 1) + bins[i + w]] += e[i + w];
   }
-  s.bin_mass.assign(kBins + 1, 0.0);
-  for (size_t i = 0; i < n; ++i) s.bin_mass[bins[i]] += e[i];
+  for (; i < n; ++i) mass[bins[i]] += e[i];
+  for (int32_t b = 0; b < kBins; ++b) {
+    for (int w = 1; w < kWays; ++w) mass[b] += mass[w * (kBins + 1) + b];
+  }
   double before = 0;
   int32_t cross = kBins - 1;
   for (int32_t b = 0; b < kBins; ++b) {
-    if (before + s.bin_mass[b] >= need) {
+    if (before + mass[b] >= need) {
       cross = b;
       break;
     }
-    before += s.bin_mass[b];
+    before += mass[b];
   }
-  // Branch-free compaction: tokens above the crossing bin, then its own.
+  s.crossing.clear();
+  for (size_t j = 0; j < n; ++j) {
+    if (bins[j] == cross) s.crossing.push_back(static_cast<int32_t>(j));  // few: a predictable branch
+  }
+  const float* vals = v.data();
+  std::sort(s.crossing.begin(), s.crossing.end(), [vals](int32_t x, int32_t y) { return MoreLikely(vals, x, y); });
+  CutSorted(e, before, need, s.crossing);
+  s.cross = cross;
+  s.cross_before = before;
+}
+
+// The kept tokens of BinTopP as a list (lower bins, then the crossing bin's).
+void MaterializeBinned(size_t n, Scratch& s, std::vector<int32_t>& ids) {
   ids.resize(n);
-  std::vector<int32_t>& crossing = s.top;
-  crossing.resize(n);
-  size_t kept = 0, tied = 0;
-  for (size_t i = 0; i < n; ++i) {
-    ids[kept] = static_cast<int32_t>(i);
-    crossing[tied] = static_cast<int32_t>(i);
-    kept += static_cast<uint32_t>(bins[i] - cross) >> 31;  // bins[i] < cross, without a branch
-    tied += static_cast<size_t>(bins[i] == cross);
+  int32_t* out = ids.data();
+  const int32_t* bins = s.bins.data();
+  const int32_t cross = s.cross;
+  size_t kept = 0;
+  for (size_t j = 0; j < n; ++j) {
+    out[kept] = static_cast<int32_t>(j);
+    kept += static_cast<uint32_t>(bins[j] - cross) >> 31;  // bins[j] < cross, without a branch
   }
   ids.resize(kept);
-  crossing.resize(tied);
-  const float* vals = v.data();
-  std::sort(crossing.begin(), crossing.end(), [vals](int32_t x, int32_t y) { return MoreLikely(vals, x, y); });
-  CutSorted(e, before, need, crossing);
-  ids.insert(ids.end(), crossing.begin(), crossing.end());
+  ids.insert(ids.end(), s.crossing.begin(), s.crossing.end());
 }
 
 // The state of one processed row: values (penalized, scaled), their max, and
@@ -174,7 +190,8 @@ struct Processed {
   float max = 0;
   bool dense = true;      // kept: every token with exp(value - max) >= floor
   float floor = 0.0f;     // min-p cut for the dense case (0: every finite token)
-  std::vector<int32_t>* ids = nullptr;  // kept tokens (more likely first) when !dense
+  std::vector<int32_t>* ids = nullptr;  // kept tokens (more likely first) when !dense && !binned
+  bool binned = false;    // kept: BinTopP's bins below s.cross, then s.crossing
   int32_t argmax = 0;     // first max of values
   // The input's log-sum-exp when it is already known.
   float raw_max = 0;      // max of the input
@@ -182,8 +199,9 @@ struct Processed {
   double raw_lse = 0;
 };
 
+// materialize: the kept set as a list (ProcessLogits), never binned.
 absl::Status Process(const SamplingParams& p, absl::Span<const float> logits, absl::Span<const int32_t> prompt,
-                     absl::Span<const int32_t> generated, Scratch& s, Processed* out) {
+                     absl::Span<const int32_t> generated, bool materialize, Scratch& s, Processed* out) {
   sampling::RowScan scan;
   BANYAN_RETURN_IF_ERROR(CheckLogits(logits, &scan));
   BANYAN_RETURN_IF_ERROR(CheckHistory(prompt, logits.size()));
@@ -247,7 +265,8 @@ absl::Status Process(const SamplingParams& p, absl::Span<const float> logits, ab
         std::sort(ids.begin(), ids.end(), more);
         CutSorted(e, 0, need, ids);
       } else {
-        TopPByHistogram(out->values, e, m, need, s, ids);
+        BinTopP(out->values, e, m, need, s);
+        out->binned = true;
       }
       out->dense = false;
     } else {
@@ -257,6 +276,10 @@ absl::Status Process(const SamplingParams& p, absl::Span<const float> logits, ab
       CutSorted(e, 0, static_cast<double>(p.top_p) * z, ids);
     }
   }
+  if (out->binned && (p.min_p > 0.0f || materialize)) {
+    MaterializeBinned(vocab, s, ids);
+    out->binned = false;
+  }
   if (p.min_p > 0.0f) {
     if (out->dense) {
       out->floor = p.min_p;
@@ -264,7 +287,7 @@ absl::Status Process(const SamplingParams& p, absl::Span<const float> logits, ab
       ids.erase(std::remove_if(ids.begin(), ids.end(), [&](int32_t id) { return e[id] < p.min_p; }), ids.end());
     }
   }
-  if (!out->dense) out->ids = &ids;
+  if (!out->dense && !out->binned) out->ids = &ids;
   return absl::OkStatus();
 }
 
@@ -304,7 +327,7 @@ absl::StatusOr<std::vector<float>> Sampler::ProcessLogits(absl::Span<const float
                                                           absl::Span<const int32_t> generated) const {
   Scratch& s = ThreadScratch();
   Processed pr;
-  BANYAN_RETURN_IF_ERROR(Process(params_, logits, prompt, generated, s, &pr));
+  BANYAN_RETURN_IF_ERROR(Process(params_, logits, prompt, generated, /*materialize=*/true, s, &pr));
   std::vector<float> out(logits.size(), kNegInf);
   if (pr.dense) {
     for (size_t i = 0; i < out.size(); ++i) {
@@ -321,7 +344,7 @@ absl::StatusOr<SampleResult> Sampler::Sample(absl::Span<const float> logits, abs
                                              absl::Span<const int32_t> generated) {
   Scratch& s = ThreadScratch();
   Processed pr;
-  BANYAN_RETURN_IF_ERROR(Process(params_, logits, prompt, generated, s, &pr));
+  BANYAN_RETURN_IF_ERROR(Process(params_, logits, prompt, generated, /*materialize=*/false, s, &pr));
   const size_t vocab = logits.size();
   const float* v = pr.values.data();
   const float m = pr.max;
@@ -370,6 +393,35 @@ absl::StatusOr<SampleResult> Sampler::Sample(absl::Span<const float> logits, abs
         }
       }
     }
+  } else if (pr.binned) {
+    // Kept: every token of a bin below s.cross, then s.crossing. Find the
+    // bin the target falls in, then the token inside it.
+    const float* e = s.exps.data();
+    const double* mass = s.bin_mass.data();
+    double crossing_mass = 0;
+    for (int32_t id : s.crossing) crossing_mass += e[id];
+    const double z = s.cross_before + crossing_mass;
+    lse = m + std::log(z);
+    const double target = rng_.UniformDouble() * z;
+    double cumulative = 0;
+    int32_t bin = 0;
+    while (bin < s.cross && cumulative + mass[bin] <= target) cumulative += mass[bin++];
+    result.token = -1;
+    if (bin < s.cross) {
+      const int32_t* bins = s.bins.data();
+      for (size_t j = 0; j < vocab; ++j) {
+        if (bins[j] != bin) continue;
+        result.token = static_cast<int32_t>(j);  // the bin's last token absorbs rounding
+        cumulative += e[j];
+        if (cumulative > target) break;
+      }
+    } else {
+      for (int32_t id : s.crossing) {
+        result.token = id;  // the last kept token absorbs rounding at the top end
+        cumulative += e[id];
+        if (cumulative > target) break;
+      }
+    }
   } else {
     const std::vector<int32_t>& ids = *pr.ids;
     double z = 0;
@@ -390,9 +442,16 @@ absl::StatusOr<SampleResult> Sampler::Sample(absl::Span<const float> logits, abs
   }
   result.raw_logprob = static_cast<float>(logits[result.token] - pr.raw_lse);
   if (params_.top_logprobs > 0) {
-    sampling::TopK(pr.values, params_.top_logprobs, pr.dense ? nullptr : pr.ids, &s.top);
+    // Kept sets are prefixes of the more-likely order: the most likely
+    // tokens of the row, while they are kept, are the most likely kept.
+    const bool all = pr.dense || pr.binned;
+    sampling::TopK(pr.values, params_.top_logprobs, all ? nullptr : pr.ids, &s.top);
     for (int32_t id : s.top) {
       if (pr.dense && pr.floor > 0.0f && FastExp(v[id] - m) < pr.floor) break;
+      if (pr.binned && s.bins[id] >= s.cross &&
+          std::find(s.crossing.begin(), s.crossing.end(), id) == s.crossing.end()) {
+        break;
+      }
       result.top_logprobs.emplace_back(id, static_cast<float>(v[id] - lse));
     }
   }
