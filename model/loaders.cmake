@@ -29,7 +29,7 @@ endif()
 if(BANYAN_BUILD_TESTS)
   banyan_test(tokenizer_test
     SRCS tokenizer/tokenizer_golden_test.cc tokenizer/tokenizer_hf_agreement_test.cc
-         tokenizer/tokenizer_unit_test.cc
+         tokenizer/tokenizer_unit_test.cc tokenizer/tokenizer_byte_fallback_test.cc
     DEPS banyan_model banyan_model_testdata nlohmann_json::nlohmann_json)
   banyan_test(loader_test
     SRCS loader_test.cc config_parse_test.cc gguf/ggml_types_test.cc chat/chat_format_test.cc

@@ -1,9 +1,12 @@
 // TokenizerFromJson (tokenizer_loaders.h): Hugging Face tokenizer.json.
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "banyan/status_macros.h"
 #include "model/tokenizer/bpe_tokenizer.h"
+#include "model/tokenizer/spm_tokenizer.h"
 #include "model/tokenizer/tokenizer_loaders.h"
 #include "nlohmann/json.hpp"
 
@@ -115,6 +118,91 @@ std::string ConfigToken(const json& config, const char* key) {
   return "";
 }
 
+constexpr char kMetaspace[] = "\xe2\x96\x81";  // U+2581 "▁"
+
+// A Prepend("▁") or Replace(" " -> "▁") normalizer step; sets the flag it matches.
+bool SpaceNormalizer(const json& n, bool* prepend, bool* replace) {
+  const std::string type = TypeOf(n);
+  if (type == "Prepend" && n.value("prepend", "") == kMetaspace) return *prepend = true;
+  if (type == "Replace" && n.value("content", "") == kMetaspace && n.contains("pattern") &&
+      n["pattern"].is_object() && n["pattern"].value("String", "") == " ") {
+    return *replace = true;
+  }
+  return false;
+}
+
+// The "▁" handling of a byte-fallback (SentencePiece-converted) tokenizer.json:
+// either the legacy normalizer Prepend("▁") + Replace(" ", "▁") with no
+// pre-tokenizer, or no normalizer and a Metaspace pre-tokenizer (split false).
+absl::Status ParseSpaceHandling(const json& j, SpmSpec* spec) {
+  const json normalizer = j.contains("normalizer") ? j["normalizer"] : json();
+  const json pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : json();
+  if (!normalizer.is_null()) {
+    bool prepend = false, replace = false;
+    const bool ok = TypeOf(normalizer) == "Sequence" && normalizer.contains("normalizers") &&
+                            normalizer["normalizers"].is_array()
+                        ? std::all_of(normalizer["normalizers"].begin(), normalizer["normalizers"].end(),
+                                      [&](const json& n) { return SpaceNormalizer(n, &prepend, &replace); })
+                        : SpaceNormalizer(normalizer, &prepend, &replace);
+    if (!ok || !replace || !pre.is_null()) {
+      return absl::UnimplementedError(
+          "byte_fallback tokenizer.json: only the normalizer Prepend(\"▁\") + Replace(\" \", \"▁\") "
+          "without a pre-tokenizer, or a Metaspace pre-tokenizer, is supported");
+    }
+    spec->add_space_prefix = prepend;
+    spec->space_prefix = SpacePrefix::kEveryRun;
+    return absl::OkStatus();
+  }
+  if (TypeOf(pre) != "Metaspace" || pre.value("replacement", "") != kMetaspace || BoolField(pre, "split", false)) {
+    return absl::UnimplementedError(absl::StrCat("byte_fallback tokenizer.json: pre-tokenizer '", TypeOf(pre),
+                                                 "' is not supported (Metaspace without split is)"));
+  }
+  std::string scheme = pre.value("prepend_scheme", "");
+  if (scheme.empty()) scheme = BoolField(pre, "add_prefix_space", true) ? "always" : "never";
+  spec->add_space_prefix = scheme != "never";
+  if (scheme == "first") {
+    spec->space_prefix = SpacePrefix::kFirstRunUnlessSpace;
+  } else if (scheme == "always" || scheme == "never") {
+    spec->space_prefix = SpacePrefix::kEveryRunUnlessSpace;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("tokenizer.json: Metaspace prepend_scheme '", scheme, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// A byte-fallback BPE (Llama 2 / Mistral) as SpmTokenizer runs it: vocabulary,
+// merges and special tokens from the parsed BpeSpec, token types from the
+// added tokens and the <0xNN> names.
+absl::StatusOr<std::unique_ptr<Tokenizer>> ByteFallbackTokenizer(const json& j, const json& model, BpeSpec bpe) {
+  SpmSpec spec;
+  BANYAN_RETURN_IF_ERROR(ParseSpaceHandling(j, &spec));
+  const size_t n = bpe.vocab.size();
+  spec.vocab = std::move(bpe.vocab);
+  spec.scores.assign(n, 0.0f);
+  spec.types.assign(n, static_cast<int32_t>(SpmTokenType::kNormal));
+  for (size_t id = 0; id < n; ++id) {
+    const std::string& t = spec.vocab[id];
+    if (t.empty()) {
+      spec.types[id] = static_cast<int32_t>(SpmTokenType::kUnused);
+    } else if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(t[3]) &&
+               std::isxdigit(t[4])) {
+      spec.types[id] = static_cast<int32_t>(SpmTokenType::kByte);
+    }
+  }
+  for (const AddedToken& a : bpe.added_tokens) {
+    spec.vocab[a.id] = a.content;
+    spec.types[a.id] = static_cast<int32_t>(a.special ? SpmTokenType::kControl : SpmTokenType::kUserDefined);
+  }
+  spec.merges = std::move(bpe.merges);
+  spec.fuse_unk = BoolField(model, "fuse_unk", false);
+  spec.unk_id = bpe.unk_id;
+  spec.add_bos = !bpe.prefix_ids.empty();
+  spec.bos_id = bpe.bos_id;
+  spec.eos_id = bpe.eos_id;
+  BANYAN_ASSIGN_OR_RETURN(auto tokenizer, SpmTokenizer::Create(std::move(spec)));
+  return std::unique_ptr<Tokenizer>(std::move(tokenizer));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromJson(const std::string& tokenizer_json,
@@ -127,9 +215,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromJson(const std::string& 
     return absl::UnimplementedError(absl::StrCat("tokenizer.json model '", TypeOf(model),
                                                  "' is not supported (BPE is)"));
   }
-  if (BoolField(model, "byte_fallback", false)) {
-    return absl::UnimplementedError("tokenizer.json byte_fallback BPE is not supported");
-  }
+  const bool byte_fallback = BoolField(model, "byte_fallback", false);
   BpeSpec spec;
   if (!model.contains("vocab") || !model["vocab"].is_object()) return Bad("model.vocab missing");
   const json& vocab = model["vocab"];
@@ -180,11 +266,14 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromJson(const std::string& 
     auto it = vocab.find(model["unk_token"].get<std::string>());
     if (it != vocab.end() && it->is_number_integer()) spec.unk_id = it->get<int32_t>();
   }
-  if (j.contains("normalizer")) BANYAN_RETURN_IF_ERROR(ParseNormalizer(j["normalizer"], &spec));
-  if (!j.contains("pre_tokenizer") || j["pre_tokenizer"].is_null()) {
-    spec.pre_tokenizer = PreTokenizerKind::kNone;
-  } else {
-    BANYAN_RETURN_IF_ERROR(ParsePreTokenizer(j["pre_tokenizer"], &spec));
+  // A byte-fallback file's normalizer and pre-tokenizer: ParseSpaceHandling.
+  if (!byte_fallback) {
+    if (j.contains("normalizer")) BANYAN_RETURN_IF_ERROR(ParseNormalizer(j["normalizer"], &spec));
+    if (!j.contains("pre_tokenizer") || j["pre_tokenizer"].is_null()) {
+      spec.pre_tokenizer = PreTokenizerKind::kNone;
+    } else {
+      BANYAN_RETURN_IF_ERROR(ParsePreTokenizer(j["pre_tokenizer"], &spec));
+    }
   }
   absl::flat_hash_map<std::string, int32_t> ids;
   for (size_t id = 0; id < spec.vocab.size(); ++id) {
@@ -201,6 +290,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromJson(const std::string& 
     if (auto it = ids.find(ConfigToken(config, "eos_token")); it != ids.end()) spec.eos_id = it->second;
   }
   if (spec.bos_id < 0 && !spec.prefix_ids.empty()) spec.bos_id = spec.prefix_ids[0];
+  if (byte_fallback) return ByteFallbackTokenizer(j, model, std::move(spec));
   BANYAN_ASSIGN_OR_RETURN(auto tokenizer, BpeTokenizer::Create(std::move(spec)));
   return std::unique_ptr<Tokenizer>(std::move(tokenizer));
 }

@@ -69,7 +69,20 @@ absl::StatusOr<std::unique_ptr<SpmTokenizer>> SpmTokenizer::Create(SpmSpec spec)
     if (std::isnan(s)) s = -std::numeric_limits<float>::infinity();  // keeps the heap ordered
   }
   t->added_ = AddedTokenMatcher(std::move(added));
+  for (size_t rank = 0; rank < spec.merges.size(); ++rank) {
+    const auto& [left, right] = spec.merges[rank];
+    auto l = t->token_to_id_.find(left), r = t->token_to_id_.find(right);
+    auto m = t->token_to_id_.find(left + right);
+    if (l == t->token_to_id_.end() || r == t->token_to_id_.end() || m == t->token_to_id_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("merge '", left, " ", right, "' (rank ", rank,
+                                                     ") names a token outside the vocabulary"));
+    }
+    const uint64_t key = (static_cast<uint64_t>(l->second) << 32) | static_cast<uint32_t>(r->second);
+    t->merges_.try_emplace(key, Merge{static_cast<int32_t>(rank), m->second});  // the first rank wins
+  }
   t->add_space_prefix_ = spec.add_space_prefix;
+  t->space_prefix_ = spec.space_prefix;
+  t->fuse_unk_ = spec.fuse_unk;
   t->strip_leading_space_ = spec.add_space_prefix;
   t->add_bos_ = spec.add_bos;
   t->bos_id_ = spec.bos_id;
@@ -146,6 +159,67 @@ void SpmTokenizer::EncodeRun(const std::string& text, std::vector<int32_t>* out)
   }
 }
 
+void SpmTokenizer::EncodeRunByRank(const std::string& text, std::vector<int32_t>* out) const {
+  struct Symbol {
+    int32_t prev, next, id;
+  };
+  std::vector<Symbol> sym;
+  auto add = [&](int32_t id) {
+    const int32_t k = static_cast<int32_t>(sym.size());
+    sym.push_back({k - 1, k + 1, id});
+  };
+  bool last_unk = false;
+  for (const CodePoint& cp : SplitUtf8(text)) {
+    const std::string_view ch = std::string_view(text).substr(cp.begin, cp.end - cp.begin);
+    if (auto it = piece_to_id_.find(AsAbsl(ch)); it != piece_to_id_.end()) {
+      add(it->second);
+      last_unk = false;
+      continue;
+    }
+    bool bytes_known = true;
+    for (char b : ch) bytes_known &= byte_ids_[static_cast<uint8_t>(b)] >= 0;
+    if (bytes_known) {  // byte fallback: one symbol per UTF-8 byte
+      for (char b : ch) add(byte_ids_[static_cast<uint8_t>(b)]);
+      last_unk = false;
+    } else if (unk_id_ >= 0 && !(last_unk && fuse_unk_)) {  // fuse_unk: one <unk> per run
+      add(unk_id_);
+      last_unk = true;
+    }
+  }
+  if (sym.empty()) return;
+  sym.back().next = -1;
+  struct Candidate {
+    int32_t rank, left, right, left_id, right_id, result;
+    bool operator<(const Candidate& o) const {  // max-heap: lowest rank, then leftmost
+      return rank != o.rank ? rank > o.rank : left > o.left;
+    }
+  };
+  std::priority_queue<Candidate> queue;
+  auto consider = [&](int32_t left) {
+    if (left < 0 || sym[left].next < 0) return;
+    const int32_t right = sym[left].next;
+    const uint64_t key = (static_cast<uint64_t>(sym[left].id) << 32) | static_cast<uint32_t>(sym[right].id);
+    auto it = merges_.find(key);
+    if (it == merges_.end()) return;
+    queue.push({it->second.rank, left, right, sym[left].id, sym[right].id, it->second.result});
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(sym.size()); ++i) consider(i);
+  while (!queue.empty()) {
+    const Candidate c = queue.top();
+    queue.pop();
+    Symbol& left = sym[c.left];
+    Symbol& right = sym[c.right];
+    if (left.id != c.left_id || right.id != c.right_id || left.next != c.right) continue;  // stale
+    left.id = c.result;
+    right.id = -1;
+    left.next = right.next;
+    if (right.next >= 0) sym[right.next].prev = c.left;
+    consider(left.prev);
+    consider(c.left);
+  }
+  for (int32_t i = 0; i >= 0; i = sym[i].next) out->push_back(sym[i].id);
+}
+
 absl::StatusOr<std::vector<int32_t>> SpmTokenizer::Encode(std::string_view text,
                                                           bool add_special_tokens) const {
   if (text.size() >= (size_t{1} << 30)) {
@@ -160,8 +234,14 @@ absl::StatusOr<std::vector<int32_t>> SpmTokenizer::Encode(std::string_view text,
       after_special = true;
       continue;
     }
+    if (!merges_.empty() && seg.end == seg.begin) continue;  // tokenizer.json: empty runs stay empty
     std::string run;
-    if (add_space_prefix_ && after_special) run = kSpace;
+    bool prefix = add_space_prefix_ && after_special;
+    if (space_prefix_ != SpacePrefix::kEveryRun && seg.end > seg.begin && text[seg.begin] == ' ') {
+      prefix = false;  // Metaspace: the run already starts with "▁"
+    }
+    if (space_prefix_ == SpacePrefix::kFirstRunUnlessSpace && seg.begin != 0) prefix = false;
+    if (prefix) run = kSpace;
     for (size_t k = seg.begin; k < seg.end; ++k) {
       if (text[k] == ' ') {
         run += kSpace;
@@ -169,7 +249,11 @@ absl::StatusOr<std::vector<int32_t>> SpmTokenizer::Encode(std::string_view text,
         run.push_back(text[k]);
       }
     }
-    EncodeRun(run, &ids);
+    if (merges_.empty()) {
+      EncodeRun(run, &ids);
+    } else {
+      EncodeRunByRank(run, &ids);
+    }
     after_special = false;
   }
   return ids;
