@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -82,6 +83,18 @@ absl::StatusOr<bool> ProbeWgmma(int device) {
 
 // Ints after the fused merge's counters: the grid merge's barrier.
 constexpr int64_t kBarrierInts = 2;
+
+// KV tiles per batched item, averaged over the plan's batched items
+// (infinity without any).
+double MeanBatchedTiles(const WorkPlan& work) {
+  int64_t items = 0, tiles = 0;
+  for (const WorkItem& it : work.items) {
+    if (it.kind != static_cast<int32_t>(ItemKind::kBatched)) continue;
+    ++items;
+    tiles += it.kv_end > it.kv_begin ? (it.kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
+  }
+  return items > 0 ? static_cast<double>(tiles) / static_cast<double>(items) : HUGE_VAL;
+}
 
 int64_t Bucket(int64_t n) {
   int64_t c = 64;
@@ -169,28 +182,38 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     return absl::FailedPreconditionError(
         "attention: the wgmma variant needs an sm_90a kernel image on a compute capability 9.0 device");
   }
-  if (variant_ == KernelVariant::kAuto) variant_ = wgmma_available_ ? KernelVariant::kWgmma : KernelVariant::kNarrow;
+  const bool auto_variant = variant_ == KernelVariant::kAuto;
+  if (auto_variant) variant_ = wgmma_available_ ? KernelVariant::kWgmma : KernelVariant::kNarrow;
   if (args.kv_dtype == DType::kF32) variant_ = KernelVariant::kNarrow;  // no batched items
-  BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    constexpr int D = decltype(dim)::value;
-    if constexpr (sizeof(T) == 2) {
-      if (variant_ == KernelVariant::kWgmma) {
-        BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureWgmmaKernel<T, D>()));
-        return absl::OkStatus();
+  // Configures variant_'s kernel and plans for its occupancy.
+  auto configure_and_plan = [&]() -> absl::Status {
+    BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      constexpr int D = decltype(dim)::value;
+      if constexpr (sizeof(T) == 2) {
+        if (variant_ == KernelVariant::kWgmma) {
+          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureWgmmaKernel<T, D>()));
+          return absl::OkStatus();
+        }
       }
-    }
-    BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D>()));
+      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D>()));
+      return absl::OkStatus();
+    }));
+    DeviceModel device;
+    device.num_sms = num_sms_;
+    device.ctas_per_sm = ctas_per_sm;
+    device.min_chunk = min_chunk_;
+    const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
+                          static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows};
+    work_ = BuildWorkPlan(*args.plan, shape, device, path);
+    grid_ = device.num_ctas();
     return absl::OkStatus();
-  }));
-  DeviceModel device;
-  device.num_sms = num_sms_;
-  device.ctas_per_sm = ctas_per_sm;
-  device.min_chunk = min_chunk_;
-  const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
-                        static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows};
-  work_ = BuildWorkPlan(*args.plan, shape, device, path);
-  grid_ = device.num_ctas();
+  };
+  BANYAN_RETURN_IF_ERROR(configure_and_plan());
+  if (auto_variant && variant_ == KernelVariant::kWgmma && MeanBatchedTiles(work_) < kWgmmaMinMeanTiles) {
+    variant_ = KernelVariant::kNarrow;  // short items: the mma.sync tile measured faster
+    BANYAN_RETURN_IF_ERROR(configure_and_plan());
+  }
   BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
   const int64_t slots = Bucket(int64_t{work_.num_partials} * args.num_q_heads);
   const size_t partial_bytes = static_cast<size_t>(slots) * (args.head_dim() + 1) * sizeof(float);

@@ -49,8 +49,10 @@ namespace banyan::attention {
 // MMA (wgmma, sm_90a), K and V read by the tensor cores straight from
 // swizzled shared memory; needs an sm_90a image on a compute capability 9.0
 // device (TreeAttention::wgmma_available()). kAuto (the default) is kWgmma
-// where available and kNarrow elsewhere; variant() reports the resolved
-// choice (fp32 KV, which has no batched items, resolves to kNarrow).
+// where available, except for plans whose batched items are short (fewer than
+// TreeAttention::kWgmmaMinMeanTiles KV tiles per item on average: there the
+// kNarrow tile measured faster), and kNarrow elsewhere; variant() reports the
+// resolved choice (fp32 KV, which has no batched items, resolves to kNarrow).
 enum class KernelVariant { kNarrow, kWgmma, kAuto };
 
 class TreeAttention {
@@ -87,6 +89,12 @@ class TreeAttention {
   // kWgmmaNarrowRows (0: every batched item on wgmma, measured faster on
   // every shape of the sweep). Takes effect at the next Run.
   static constexpr int32_t kWgmmaNarrowRows = 0;
+  // kAuto picks kWgmma only when the work plan's batched items average at
+  // least this many 64-token KV tiles. H100, the 28 bench shapes
+  // (bench/RESULTS.md): at >= 4 tiles per item kWgmma ran at 0.98-1.39x the
+  // speed of kNarrow (faster on 19 of 21), at <= 2.53 kNarrow was 1.02-1.23x
+  // faster on all 7 (short prefixes, 64-token suffixes).
+  static constexpr double kWgmmaMinMeanTiles = 3.0;
   void set_wgmma_narrow_rows(int32_t rows) { wgmma_narrow_rows_ = rows; }
   // Fewest KV tokens of a split-K chunk (DeviceModel::min_chunk). Takes
   // effect at the next Prepare. Default kMinChunk.

@@ -2,7 +2,7 @@
 // random trees against the double CPU reference, outputs poisoned (NaN)
 // before each run; every batched item on wgmma (narrow rows 0, the default)
 // and items of <= 16 rows on the mma.sync tile of the same launch (narrow
-// rows 16), the fused merge on the first; and the forced kNarrow kernel (the
+// rows 16, items not chained), the fused merge on the first; and the forced kNarrow kernel (the
 // switch back to mma.sync) on the same problems. Skipped without a GPU;
 // on a GPU without the sm_90a image the variant must be refused.
 #include <cuda_runtime_api.h>
@@ -40,7 +40,7 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
   BANYAN_SKIP_WITHOUT_GPU();
   const WgmmaCase c = GetParam();
   BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
-  if (!runner->wgmma_available()) GTEST_SKIP() << "no sm_90a image for this device";
+  if (!runner->wgmma_available()) GTEST_SKIP() << "no sm_90a image for this device";  // VariantResolution checks why
   BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
   for (int trial = 0; trial < 2; ++trial) {
     Rng rng(uint64_t{0x3a9} + trial * 104729 + c.leaves * 37 + c.levels * 5 + c.head_dim + c.q_heads * 11);
@@ -70,9 +70,10 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
       AttentionArgs args = p.Args(tree.plan, out.data(), c.out_dtype, lse.As<float>());
       args.kv_pool = kv.data();
       args.q = q.data();
-      runner->set_variant(narrow_rows < 0 ? KernelVariant::kNarrow : KernelVariant::kAuto);  // kAuto: kWgmma here
+      runner->set_variant(narrow_rows < 0 ? KernelVariant::kNarrow : KernelVariant::kWgmma);
       runner->set_wgmma_narrow_rows(narrow_rows);
       runner->set_fused_merge(narrow_rows == 0);  // both merge paths
+      runner->set_chain_items(narrow_rows != 16);  // chained and unchained wgmma items
       BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
       EXPECT_EQ(runner->variant(), narrow_rows < 0 ? KernelVariant::kNarrow : KernelVariant::kWgmma);
       BANYAN_ASSERT_OK(stream.Synchronize());
@@ -113,6 +114,17 @@ INSTANTIATE_TEST_SUITE_P(
         WgmmaCase{2, 6, 100, 1, 8, 128, kB, kB, kF, true, PathChoice::kBatched, 16},     // prefill (causal)
         WgmmaCase{3, 4, 70, 2, 8, 64, kH, kH, kF, true, PathChoice::kBatched, 8}));
 
+// KV tiles per batched item of a work plan (TreeAttention's kAuto rule).
+double MeanBatchedTiles(const WorkPlan& work) {
+  int64_t items = 0, tiles = 0;
+  for (const WorkItem& it : work.items) {
+    if (it.kind != static_cast<int32_t>(ItemKind::kBatched)) continue;
+    ++items;
+    tiles += (it.kv_end - it.kv_begin + kKvTile - 1) / kKvTile;
+  }
+  return items > 0 ? static_cast<double>(tiles) / static_cast<double>(items) : 1e30;
+}
+
 TEST(TreeWgmmaGpuApiTest, VariantResolution) {
   BANYAN_SKIP_WITHOUT_GPU();
   BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
@@ -129,20 +141,37 @@ TEST(TreeWgmmaGpuApiTest, VariantResolution) {
   opt.levels = 2;
   opt.leaves = 8;
   opt.max_length = 40;
-  const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
-  for (DType kv_dtype : {kB, kF}) {
-    const testing::AttentionProblem p = testing::MakeProblem(tree, {1, 4, 64, 1, 0, kv_dtype, kv_dtype}, rng);
+  const testing::TreePlan short_tree = testing::MakeRandomTreePlan(opt, rng);  // 1-tile items
+  testing::PlanOptions popt;
+  // One 16384-token prefix, 64 suffixes: long batched items (about 6 tiles per item).
+  const testing::TreePlan long_tree = testing::BuildTreePlan(testing::UniformTree({1, 64}, {16384, 64}), popt, rng);
+  struct Case {
+    const testing::TreePlan* tree;
+    int32_t kv_heads, q_heads, head_dim;
+    DType kv_dtype;
+  };
+  for (const Case& c : {Case{&short_tree, 1, 4, 64, kB}, Case{&short_tree, 1, 4, 64, kF},
+                        Case{&long_tree, 8, 32, 128, kB}}) {
+    const AttentionPlan& plan = c.tree->plan;
+    const testing::AttentionProblem p =
+        testing::MakeProblem(*c.tree, {c.kv_heads, c.q_heads, c.head_dim, 1, 0, c.kv_dtype, c.kv_dtype}, rng);
     BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer kv, gpu::DeviceBuffer::Allocate(p.kv.size()));
     BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer q, gpu::DeviceBuffer::Allocate(p.q.size()));
-    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer out,
-                                gpu::DeviceBuffer::Allocate(int64_t{tree.plan.num_queries} * 4 * 64 * 4));
-    AttentionArgs args = p.Args(tree.plan, out.data(), kF, nullptr);
+    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer out, gpu::DeviceBuffer::Allocate(int64_t{plan.num_queries} *
+                                                                                    c.q_heads * c.head_dim * 4));
+    AttentionArgs args = p.Args(plan, out.data(), kF, nullptr);
     args.kv_pool = kv.data();
     args.q = q.data();
     runner->set_variant(KernelVariant::kAuto);
     BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
-    const bool wgmma = runner->wgmma_available() && kv_dtype != kF;
-    EXPECT_EQ(runner->variant(), wgmma ? KernelVariant::kWgmma : KernelVariant::kNarrow);
+    const bool wgmma = runner->wgmma_available() && c.kv_dtype != kF;
+    const double mean_tiles = MeanBatchedTiles(runner->work_plan());
+    std::printf("[ info ] rows %d mean tiles per batched item %.2f\n", plan.num_queries, mean_tiles);
+    EXPECT_EQ(runner->variant(), wgmma && mean_tiles >= TreeAttention::kWgmmaMinMeanTiles ? KernelVariant::kWgmma
+                                                                                           : KernelVariant::kNarrow);
+    if (c.tree == &long_tree && wgmma) {
+      EXPECT_EQ(runner->variant(), KernelVariant::kWgmma);
+    }
     runner->set_variant(KernelVariant::kNarrow);  // the switch back to mma.sync
     BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
     EXPECT_EQ(runner->variant(), KernelVariant::kNarrow);

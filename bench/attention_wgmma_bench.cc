@@ -2,7 +2,7 @@
 // mma.sync tile (kNarrow) on the shapes (bf16, head_dim 128, page
 // size 16), one run, everything else at TreeAttention's defaults:
 //   wgmma    kWgmma, every batched item on wgmma (the default)
-//   wg16     kWgmma with batched items of <= 16 rows on the mma.sync tile
+//   nochain  kWgmma with set_chain_items(false) (no KV pipeline across items)
 //   narrow   kNarrow (the 16-rows-per-warp mma.sync tile)
 // Time: cudaEvents around Run, L2 flushed (a 256 MiB memset) before every
 // timed run, median of 20. Floor = max(unique bytes / 2.99 TB/s, FLOPs /
@@ -40,11 +40,11 @@ struct Shape {
 };
 
 struct Row {
-  double wgmma = 0, wg16 = 0, narrow = 0, floor = 0;
+  double wgmma = 0, nochain = 0, narrow = 0, floor = 0;
 };
 struct Column {
   KernelVariant variant;
-  int32_t narrow_rows;
+  bool chain;
   double Row::*cell;
   const char* tag;
 };
@@ -107,7 +107,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Column& column)
     return;
   }
   (*runner)->set_variant(column.variant);
-  (*runner)->set_wgmma_narrow_rows(column.narrow_rows);
+  (*runner)->set_chain_items(column.chain);
   BENCH_OK((*runner)->Prepare(args, PathChoice::kAuto, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -166,12 +166,12 @@ std::vector<Shape> Shapes() {
 }
 
 void PrintTable() {
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s\n", "shape (bf16, D=128)", "wgmma", "wg16", "narrow", "floor",
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s\n", "shape (bf16, D=128)", "wgmma", "nochain", "narrow", "floor",
               "x_floor", "nar/wg");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
     if (r.wgmma <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.2f %8.2f\n", name.c_str(), r.wgmma, r.wg16, r.narrow, r.floor,
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.2f %8.2f\n", name.c_str(), r.wgmma, r.nochain, r.narrow, r.floor,
                 r.wgmma / r.floor, r.narrow / r.wgmma);
   }
 }
@@ -182,9 +182,9 @@ void PrintTable() {
 int main(int argc, char** argv) {
   using namespace banyan::attention;
   const Column columns[] = {
-      {KernelVariant::kWgmma, TreeAttention::kWgmmaNarrowRows, &Row::wgmma, "wgmma"},
-      {KernelVariant::kWgmma, 16, &Row::wg16, "wg16"},
-      {KernelVariant::kNarrow, TreeAttention::kWgmmaNarrowRows, &Row::narrow, "narrow"},
+      {KernelVariant::kWgmma, true, &Row::wgmma, "wgmma"},
+      {KernelVariant::kWgmma, false, &Row::nochain, "nochain"},
+      {KernelVariant::kNarrow, true, &Row::narrow, "narrow"},
   };
   for (const Shape& shape : Shapes()) {
     Order().push_back(shape.name);

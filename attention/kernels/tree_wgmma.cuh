@@ -17,16 +17,19 @@
 // Shared-memory hazards: tile t + ahead is written (before the barrier of
 // tile t) into the stage of tile t + ahead - stages = t - 3; every warpgroup
 // had retired P . V of tile t - 3 (read in iteration t - 2) before it passed
-// the barrier of tile t - 1, so one barrier per tile suffices.
+// the barrier of tile t - 1, so one barrier per tile suffices. Short items
+// chain: their loads run on into the next item's first tiles (one virtual
+// tile stream, RunBatchedItemWgmmaPaged).
 //
 // PersistentWgmmaKernel is PersistentAttentionKernel (persistent.cuh) with
 // this item for batched items of more than `narrow_rows` rows (smaller ones
 // run tree.cuh's 16-rows-per-warp item; TreeAttention's default sends all to
-// wgmma, measured faster). Outside an
-// sm_90a pass the kernels are empty: the host runs them only after
-// WgmmaProbeKernel said the loaded image is sm_90a.
+// wgmma, measured faster). Outside an sm_90a pass the kernels are empty: the
+// host runs them only after WgmmaProbeKernel said the loaded image is sm_90a.
 #ifndef BANYAN_ATTENTION_KERNELS_TREE_WGMMA_CUH_
 #define BANYAN_ATTENTION_KERNELS_TREE_WGMMA_CUH_
+
+#include <climits>
 
 #include "attention/kernels/decode.cuh"
 #include "attention/kernels/merge.cuh"
@@ -52,6 +55,14 @@ inline constexpr int kWgmmaItemBytes = kWgmmaStages<D> * 2 * kWgmmaTileElems<D> 
 template <typename T, int D>
 inline constexpr int kWgmmaSmemBytes =
     kMaxOf<kMaxOf<kWgmmaItemBytes<T, D>, kBatchedSmemBytes<T, D>>, kFlattenedSmemBytes<T, D>> + 1024;
+
+// 2^x with one MUFU op (flushes denormal results to 0; 2^-inf = 0). For
+// probabilities that end up in 16-bit P anyway.
+__device__ __forceinline__ float FastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // Copies of one item's KV tiles into the swizzled layout (wgmma.cuh), with
 // the page ids of the next tile fetched one tile early: Issue(x) uses the ids
@@ -113,9 +124,20 @@ struct SwizzledKvLoader {
   }
 };
 
-// REQUIRES: smem 1024-byte aligned, kWgmmaItemBytes<T, D> long; T 16-bit.
+// One item. Chaining (the CTA's KV pipeline runs on across items): tiles are
+// a virtual stream, the item's own then (chain) the next item's first ones;
+// virtual tile v goes to stage (pipe.stage0 + v) % stages, one commit group
+// per virtual tile slot (empty past the stream's end), so tile t is always
+// complete once at most kAhead newer groups are pending. An item of at most
+// kAhead tiles with chain issues the next item's first min(tiles, kAhead)
+// tiles and leaves them in flight (pipe.preloaded); the next item skips them.
+// pipe: KvPipeline's stage0 / preloaded fields, owned by the CTA's item loop
+// (persistent.cuh RunCtaItems). chain: `next` is the CTA's next item and runs
+// this function too. REQUIRES: smem 1024-byte aligned, kWgmmaItemBytes<T, D>
+// long; T 16-bit.
 template <typename T, int D, int kPageSize>
-__device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, const WorkItem& it, char* smem) {
+__device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, const WorkItem& it, char* smem,
+                                                         KvPipeline& pipe, const WorkItem& next, bool chain) {
 #ifdef BANYAN_WGMMA_ENABLED
   constexpr int kStagesN = kWgmmaStages<D>;
   constexpr int kAhead = kStagesN - 3;
@@ -139,17 +161,40 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
   // Warpgroup-uniform: a warpgroup without rows issues no wgmma.
   const bool group_active = (warp / 4) * 64 < it.row_count;
 
-  SwizzledKvLoader<T, D, kPageSize> loader(p, it);
   T* tiles = reinterpret_cast<T*>(smem);
-  const int num_tiles = it.kv_end > it.kv_begin ? (it.kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
-  loader.Fetch(0);
-#pragma unroll
-  for (int st = 0; st < kAhead; ++st) {
-    if (st < num_tiles) {
-      loader.Issue(st, tiles + st * 2 * kTileElems, tiles + st * 2 * kTileElems + kTileElems);
-      loader.Fetch(st + 1);
+  const int num_tiles = NumKvTiles(it);
+  chain = chain && num_tiles <= kAhead;
+  const int next_pre = chain ? min(NumKvTiles(next), kAhead) : 0;  // the next item's tiles issued here
+  const int vend = num_tiles + next_pre;
+  const int pre = pipe.preloaded;  // own tiles the previous item issued
+  const int stage0 = pipe.stage0;
+  SwizzledKvLoader<T, D, kPageSize> cur(p, it), nxt(p, next);
+  // Virtual tile v into `stage`; then the page ids of v + 1.
+  auto issue = [&](int v, int stage) {
+    T* sK = tiles + stage * 2 * kTileElems;
+    if (v < num_tiles) {
+      cur.Issue(v, sK, sK + kTileElems);
+      if (v + 1 < num_tiles) {
+        cur.Fetch(v + 1);
+      } else if (next_pre > 0) {
+        nxt.Fetch(0);
+      }
+    } else if (v < vend) {
+      nxt.Issue(v - num_tiles, sK, sK + kTileElems);
+      if (v + 1 < vend) nxt.Fetch(v + 1 - num_tiles);
     }
-    CpAsyncCommit();
+  };
+  if (pre < num_tiles) {
+    cur.Fetch(pre);
+  } else if (next_pre > 0) {
+    nxt.Fetch(0);
+  }
+#pragma unroll
+  for (int v = 0; v < kAhead; ++v) {
+    if (v >= pre) {
+      issue(v, (stage0 + v) % kStagesN);
+      CpAsyncCommit();
+    }
   }
 
   // Q fragments (the wgmma A layout is the mma.sync one per warp); the scale
@@ -170,82 +215,91 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
   float o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  // m: running max in the scaled log2 domain (state.cuh); scores are scaled
+  // inside the exponent (scale > 0, so the max of raw scores scales too).
   float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
+  const float scale = p.scale_log2;
+  // Rows past row_count never need masking (their results are not stored).
+  const int32_t full_limit = min(valid[0] ? limit[0] : INT_MAX, valid[1] ? limit[1] : INT_MAX);
   uint32_t pa[4][4];  // P of the previous tile (A of its P . V, in flight)
 #pragma unroll
   for (int i = 0; i < 16; ++i) pa[i / 4][i % 4] = 0u;
+  // Descriptors: the low word holds the start address (16-byte units, the
+  // whole shared window fits its 14 bits, so offsets add without carry) and
+  // the leading byte offset; the high word the stride and the swizzle mode.
+  const uint64_t k_desc0 = SmemDescriptor(tiles, 16, 1024);
+  const uint64_t v_desc0 = SmemDescriptor(tiles + kTileElems, kKvTile * 128, 1024);
+  constexpr uint32_t kStageUnits = 2 * kTileElems * sizeof(T) / 16;
+  int read_stage = stage0, prev_stage = stage0, write_stage = (stage0 + kAhead) % kStagesN;
 
   for (int t = 0; t < num_tiles; ++t) {
-    const int ahead = t + kAhead;
-    if (ahead < num_tiles) {
-      T* stage = tiles + (ahead % kStagesN) * 2 * kTileElems;
-      loader.Issue(ahead, stage, stage + kTileElems);
-      loader.Fetch(ahead + 1);
-    }
+    issue(t + kAhead, write_stage);
+    write_stage = write_stage + 1 == kStagesN ? 0 : write_stage + 1;
     CpAsyncCommit();
     CpAsyncWait<kAhead>();  // this thread's copies of tile t have landed
     FenceProxyAsync();      // ... and are visible to the tensor cores
     __syncthreads();        // every thread's copies of tile t
     if (group_active) {
-      const T* sK = tiles + (t % kStagesN) * 2 * kTileElems;
       const int32_t tok0 = it.kv_begin + t * kKvTile;
       float s[32];
       WgmmaFence();
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
-        // K-major B: block ks / 4, 32 bytes per k-step inside the block.
-        const uint64_t desc = SmemDescriptor(sK + (ks / 4) * (kKvTile * 64) + (ks % 4) * 16, 16, 1024);
-        Wgmma<T, 0>(s, qf[ks], desc, ks > 0 ? 1 : 0);
+        // K-major B: block ks / 4 (kKvTile x 128 bytes), 32 bytes per k-step inside it.
+        const uint32_t off = read_stage * kStageUnits + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
+        Wgmma<T, 0>(s, qf[ks], k_desc0 + off, ks > 0 ? 1 : 0);
       }
       WgmmaCommit();
       // P . V of tile t - 1 runs while this tile's softmax does. For t = 0 it
       // adds P = 0 times tile 0's V (landed, finite): no branch around wgmma.
-      const T* sV = tiles + ((t > 0 ? t - 1 : 0) % kStagesN) * 2 * kTileElems + kTileElems;
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
-        // MN-major B: 16 token rows per k-step; next 64 columns of D at LBO.
-        Wgmma<T, 1>(o, pa[kk], SmemDescriptor(sV + kk * 16 * 64, kKvTile * 128, 1024), 1);
+        // MN-major B: 16 token rows (2048 bytes) per k-step; next 64 columns of D at LBO.
+        Wgmma<T, 1>(o, pa[kk], v_desc0 + (prev_stage * kStageUnits + kk * 128), 1);
       }
       WgmmaCommit();
       WgmmaWait<1>();  // S of tile t
       FenceRegs(s);
 
-      // Scale, mask, row max over the 4 threads of a row.
-      float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+      // Mask (only a tile that crosses a row's limit), row max of raw scores
+      // over the 4 threads of a row.
+      if (tok0 + kKvTile > full_limit) {
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int r = j / 2;
-          const int32_t tok = tok0 + nt * 8 + tq * 2 + (j % 2);
-          float& x = s[nt * 4 + j];
-          x = tok < limit[r] ? x * p.scale_log2 : -CUDART_INF_F;
-          tile_max[r] = fmaxf(tile_max[r], x);
+        for (int i = 0; i < 32; ++i) {
+          const int32_t tok = tok0 + (i / 4) * 8 + tq * 2 + (i % 2);
+          if (tok >= limit[(i % 4) / 2]) s[i] = -CUDART_INF_F;
         }
       }
-      float factor[2];
+      float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+      for (int i = 0; i < 32; ++i) tile_max[(i % 4) / 2] = fmaxf(tile_max[(i % 4) / 2], s[i]);
+      float factor[2], neg_m[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        const float m_new = fmaxf(m[r], tile_max[r]);
+        const float m_new = fmaxf(m[r], tile_max[r] * scale);
         factor[r] = RescaleFactor(m[r], m_new);
         m[r] = m_new;
         l[r] *= factor[r];
+        neg_m[r] = -SafeMax(m_new);
       }
+      // exp2(s * scale - m): one FFMA and one MUFU per score (-inf -> 0).
 #pragma unroll
       for (int i = 0; i < 32; ++i) {
-        s[i] = Prob(s[i], m[(i % 4) / 2]);
+        s[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
         l[(i % 4) / 2] += s[i];
       }
       WgmmaWait<0>();  // P . V of tile t - 1: o and pa are free
       FenceRegs(o);
+      if (factor[0] != 1.0f || factor[1] != 1.0f) {  // the running max moved
 #pragma unroll
-      for (int i = 0; i < D / 8; ++i) {
-        o[i * 4 + 0] *= factor[0];
-        o[i * 4 + 1] *= factor[0];
-        o[i * 4 + 2] *= factor[1];
-        o[i * 4 + 3] *= factor[1];
+        for (int i = 0; i < D / 8; ++i) {
+          o[i * 4 + 0] *= factor[0];
+          o[i * 4 + 1] *= factor[0];
+          o[i * 4 + 2] *= factor[1];
+          o[i * 4 + 3] *= factor[1];
+        }
       }
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
@@ -254,20 +308,23 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
         pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
       }
     }
+    prev_stage = read_stage;
+    read_stage = read_stage + 1 == kStagesN ? 0 : read_stage + 1;
   }
   if (group_active && num_tiles > 0) {  // P . V of the last tile
-    const T* sV = tiles + ((num_tiles - 1) % kStagesN) * 2 * kTileElems + kTileElems;
     FenceRegs(o);
     WgmmaFence();
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      Wgmma<T, 1>(o, pa[kk], SmemDescriptor(sV + kk * 16 * 64, kKvTile * 128, 1024), 1);
-    }
+    for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], v_desc0 + (prev_stage * kStageUnits + kk * 128), 1);
     WgmmaCommit();
     WgmmaWait<0>();
     FenceRegs(o);
   }
-  CpAsyncWait<0>();  // no copy may still target shared memory when the item ends
+  pipe.stage0 = (stage0 + num_tiles) % kStagesN;
+  pipe.preloaded = next_pre;
+  // Unless the next item's first tiles are in flight, no copy may still
+  // target shared memory when the item ends.
+  if (next_pre == 0) CpAsyncWait<0>();
 
   // Finish: row sums over the 4 threads of a row, then the partial states.
 #pragma unroll
@@ -294,11 +351,12 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
 
 // The item with the launch's page size: 16 as a constant, any other at run time.
 template <typename T, int D>
-__device__ __forceinline__ void RunBatchedItemWgmma(const TreeParams& p, const WorkItem& it, char* smem) {
+__device__ __forceinline__ void RunBatchedItemWgmma(const TreeParams& p, const WorkItem& it, char* smem,
+                                                    KvPipeline& pipe, const WorkItem& next, bool chain) {
   if (p.page_size == 16) {
-    RunBatchedItemWgmmaPaged<T, D, 16>(p, it, smem);
+    RunBatchedItemWgmmaPaged<T, D, 16>(p, it, smem, pipe, next, chain);
   } else {
-    RunBatchedItemWgmmaPaged<T, D, 0>(p, it, smem);
+    RunBatchedItemWgmmaPaged<T, D, 0>(p, it, smem, pipe, next, chain);
   }
 }
 
@@ -313,15 +371,16 @@ __global__ void __launch_bounds__(kThreads, 1) PersistentWgmmaKernel(const TreeP
   __shared__ int s_count;
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
-  // Items are not chained here (the CTA's KvPipeline stays empty): each one
-  // fills and drains its own pipeline.
-  RunCtaItems<T, D>(p, smem, s_rows, &s_count, [&](const WorkItem& it, KvPipeline&, const WorkItem&, bool) {
-    if (it.row_count > narrow_rows) {
-      RunBatchedItemWgmma<T, D>(p, it, smem);
-    } else {
-      RunBatchedItem<T, D>(p, it, smem);
-    }
-  });
+  // wgmma items chain into a next wgmma item; tree.cuh's items (narrow_rows)
+  // run unchained with their own pipeline.
+  RunCtaItems<T, D>(p, smem, s_rows, &s_count,
+                    [&](const WorkItem& it, KvPipeline& pipe, const WorkItem& next, bool chain) {
+                      if (it.row_count > narrow_rows) {
+                        RunBatchedItemWgmma<T, D>(p, it, smem, pipe, next, chain && next.row_count > narrow_rows);
+                      } else {
+                        RunBatchedItem<T, D>(p, it, smem);
+                      }
+                    });
 #else
   (void)p;
   (void)narrow_rows;
