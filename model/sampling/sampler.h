@@ -24,11 +24,17 @@
 // other rows share the step (the row math, row_math.h, gives the same bits on
 // every x86-64 CPU).
 // Speed: float math (a vectorized exp; sums in double per 256-value block),
-// a few passes per row in per-thread scratch buffers, penalties over the seen
-// tokens only, selection instead of a full sort for top-k / top-p /
-// top_logprobs. Results agree with ReferenceSampler (reference_sampler.h, all
-// double) to float rounding: same greedy ids, logprobs within ~1e-5, same
-// kept sets except for cumulative sums within rounding of top_p.
+// a few passes per row in per-thread scratch buffers (about 4 MB per thread
+// at a 128K vocabulary), penalties over the seen tokens only, selection
+// instead of a full sort: a bounded heap for top-k and top_logprobs; for
+// top-p a sort of the tokens within 1e-6 of the max when they hold top_p,
+// else a histogram of mass over value bins (only the crossing bin sorted).
+// Results agree with ReferenceSampler (reference_sampler.h, all double) to
+// float rounding: same greedy ids, logprobs within ~1e-5, same kept sets
+// except for cumulative sums within rounding of top_p. The draw walks the
+// kept tokens in its own fixed order (not the reference's), so a seed gives
+// other tokens than the reference does, with the same distribution.
+// Greedy rows can also run on the GPU: greedy_cuda.h, Backend::ForwardGreedy.
 // Thread-compatible: one Sampler per branch; distinct Samplers may run on
 // distinct threads at once. Errors: see Create and Sample.
 #ifndef BANYAN_MODEL_SAMPLING_SAMPLER_H_
