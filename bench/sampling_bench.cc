@@ -2,7 +2,7 @@
 // each sampled by its own branch's Sampler, rows spread over a thread pool of
 // `threads` threads (as the engine does), fast Sampler vs ReferenceSampler.
 //
-//   BM_Sample/impl/mode/vocab/rows/threads
+//   BM_Sample/impl/mode/vocab/rows/threads[/peaked]
 //     impl 0 = Sampler (model/sampling/sampler.h), 1 = ReferenceSampler (double).
 //     mode 0 greedy: temperature 0, through Sampler::Sample
 //          1 greedy row: SampleGreedy (the engine's shared greedy rows)
@@ -14,8 +14,11 @@
 //            presence 0.1 over a 2,048-token prompt + 128 generated tokens
 // Logits: Normal(0, 2) per token plus 8 boosted tokens per row (a broad
 // distribution like a random model's: top-p keeps thousands of tokens, the
-// hard case for selection). Counters: us_per_row = wall per step / rows.
+// hard case for selection); peaked = 1 adds 14 to one token per row (a
+// trained model's confident step: top-p keeps a handful). Counters:
+// us_per_row = wall per step / rows.
 #include <map>
+#include <utility>
 #include <memory>
 #include <vector>
 
@@ -52,15 +55,17 @@ model::SamplingParams Params(int mode) {
 // 1,024 x 128K), made once per vocabulary.
 constexpr int kDistinct = 64;
 
-const std::vector<float>& Logits(size_t vocab) {
-  static std::map<size_t, std::vector<float>>* cache = new std::map<size_t, std::vector<float>>;
-  std::vector<float>& logits = (*cache)[vocab];
+const std::vector<float>& Logits(size_t vocab, bool peaked) {
+  static std::map<std::pair<size_t, bool>, std::vector<float>>* cache =
+      new std::map<std::pair<size_t, bool>, std::vector<float>>;
+  std::vector<float>& logits = (*cache)[{vocab, peaked}];
   if (logits.empty()) {
     Rng rng(5);
     logits.resize(kDistinct * vocab);
     for (float& x : logits) x = 2.0f * rng.Normal();
     for (int r = 0; r < kDistinct; ++r) {
       for (int i = 0; i < 8; ++i) logits[r * vocab + rng.UniformInt(vocab)] += 8.0f;
+      if (peaked) logits[r * vocab + rng.UniformInt(vocab)] += 14.0f;
     }
   }
   return logits;
@@ -72,11 +77,12 @@ void BM_Sample(benchmark::State& state) {
   const size_t vocab = static_cast<size_t>(state.range(2));
   const int rows = static_cast<int>(state.range(3));
   const int threads = static_cast<int>(state.range(4));
+  const bool peaked = state.range(5) != 0;
   if (reference && mode == 1) {
     state.SkipWithError("no reference for SampleGreedy (mode 0 is the same work)");
     return;
   }
-  const std::vector<float>& logits = Logits(vocab);
+  const std::vector<float>& logits = Logits(vocab, peaked);
   Rng rng(6);
   std::vector<int32_t> prompt, generated;
   if (mode == 6) {
@@ -127,15 +133,21 @@ void BM_Sample(benchmark::State& state) {
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"impl", "mode", "vocab", "rows", "threads"});
+  b->ArgNames({"impl", "mode", "vocab", "rows", "threads", "peaked"});
   for (int64_t vocab : {49152, 128256}) {
     for (int64_t mode = 0; mode <= 6; ++mode) {
       for (int64_t rows : {1, 256, 1024}) {
-        b->Args({0, mode, vocab, rows, 1});
-        if (rows > 1) b->Args({0, mode, vocab, rows, 16});
+        b->Args({0, mode, vocab, rows, 1, 0});
+        if (rows > 1) b->Args({0, mode, vocab, rows, 16, 0});
         // The reference is slow: one thread, up to 256 rows.
-        if (rows <= 256 && mode != 1) b->Args({1, mode, vocab, rows, 1});
+        if (rows <= 256 && mode != 1) b->Args({1, mode, vocab, rows, 1, 0});
       }
+    }
+    // Confident rows, where top-p keeps a handful of tokens.
+    for (int64_t mode : {4, 6}) {
+      b->Args({0, mode, vocab, 256, 1, 1});
+      b->Args({0, mode, vocab, 256, 16, 1});
+      b->Args({1, mode, vocab, 256, 1, 1});
     }
   }
 }

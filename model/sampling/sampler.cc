@@ -119,6 +119,22 @@ void CutSorted(const float* e, double before, double need, std::vector<int32_t>&
   ids.resize(keep);
 }
 
+// CutSorted for unsorted candidates: pops them from a heap, most likely
+// first, until the mass reaches `need` (a confident row pops a handful out
+// of thousands). ids becomes the kept tokens, more likely first.
+void CutByHeap(const float* v, const float* e, double need, std::vector<int32_t>& ids) {
+  auto less_likely = [v](int32_t a, int32_t b) { return MoreLikely(v, b, a); };
+  std::make_heap(ids.begin(), ids.end(), less_likely);
+  size_t end = ids.size();
+  double cumulative = 0;
+  while (end > 0 && cumulative < need) {
+    std::pop_heap(ids.begin(), ids.begin() + end, less_likely);
+    cumulative += e[ids[--end]];
+  }
+  std::reverse(ids.begin() + end, ids.end());
+  ids.erase(ids.begin(), ids.begin() + end);
+}
+
 // Top-p over the whole row when the candidates near the max do not settle it
 // (broad distributions): a histogram of mass over value bins finds the bin
 // where the cumulative mass crosses `need`. Every token of a lower bin is
@@ -248,7 +264,6 @@ absl::Status Process(const SamplingParams& p, absl::Span<const float> logits, ab
     for (int32_t id : ids) e[id] = FastExp(v[id] - m);  // the kept ids' exps, for what follows
   }
   if (p.top_p < 1.0f) {
-    auto more = [v](int32_t a, int32_t b) { return MoreLikely(v, a, b); };
     if (out->dense) {
       const double z = ExpSum(out->values, m, e);
       if (out->values.data() == logits.data()) {
@@ -262,8 +277,7 @@ absl::Status Process(const SamplingParams& p, absl::Span<const float> logits, ab
         for (int32_t id : ids) mass += e[id];
       }
       if (mass >= need) {
-        std::sort(ids.begin(), ids.end(), more);
-        CutSorted(e, 0, need, ids);
+        CutByHeap(v, e, need, ids);
       } else {
         BinTopP(out->values, e, m, need, s);
         out->binned = true;
