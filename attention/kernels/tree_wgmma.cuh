@@ -65,8 +65,8 @@ __device__ __forceinline__ float FastExp2(float x) {
 }
 
 // Copies of one item's KV tiles into the swizzled layout (wgmma.cuh), with
-// the page ids of the next tile fetched one tile early: Issue(x) uses the ids
-// the previous Fetch(x) left in registers, so no copy waits on a page-id load
+// the page ids of a tile fetched one tile early: Issue(x) uses the ids the
+// previous Fetch(x) left in registers, so no copy waits on a page-id load
 // (except the item's first). Each thread owns one 16-byte column of kRows
 // rows of every tile. Tokens at or past it.kv_end are zero-filled (never
 // read). kPageSize > 0: the page size as a constant (== p.page_size); 0 reads
@@ -169,30 +169,30 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
   const int pre = pipe.preloaded;  // own tiles the previous item issued
   const int stage0 = pipe.stage0;
   SwizzledKvLoader<T, D, kPageSize> cur(p, it), nxt(p, next);
-  // Virtual tile v into `stage`; then the page ids of v + 1.
-  auto issue = [&](int v, int stage) {
+  // Page ids of virtual tile v into its loader's registers, used by copy(v)
+  // only (always the next copy of that loader).
+  auto fetch = [&](int v) {
+    if (v < num_tiles) {
+      cur.Fetch(v);
+    } else if (v < vend) {
+      nxt.Fetch(v - num_tiles);
+    }
+  };
+  // The copies of virtual tile v into `stage`.
+  auto copy = [&](int v, int stage) {
     T* sK = tiles + stage * 2 * kTileElems;
     if (v < num_tiles) {
       cur.Issue(v, sK, sK + kTileElems);
-      if (v + 1 < num_tiles) {
-        cur.Fetch(v + 1);
-      } else if (next_pre > 0) {
-        nxt.Fetch(0);
-      }
     } else if (v < vend) {
       nxt.Issue(v - num_tiles, sK, sK + kTileElems);
-      if (v + 1 < vend) nxt.Fetch(v + 1 - num_tiles);
     }
   };
-  if (pre < num_tiles) {
-    cur.Fetch(pre);
-  } else if (next_pre > 0) {
-    nxt.Fetch(0);
-  }
+  fetch(pre);
 #pragma unroll
   for (int v = 0; v < kAhead; ++v) {
     if (v >= pre) {
-      issue(v, (stage0 + v) % kStagesN);
+      copy(v, (stage0 + v) % kStagesN);
+      fetch(v + 1);
       CpAsyncCommit();
     }
   }
@@ -233,12 +233,16 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
   int read_stage = stage0, prev_stage = stage0, write_stage = (stage0 + kAhead) % kStagesN;
 
   for (int t = 0; t < num_tiles; ++t) {
-    issue(t + kAhead, write_stage);
+    copy(t + kAhead, write_stage);  // page ids fetched during the previous tile
     write_stage = write_stage + 1 == kStagesN ? 0 : write_stage + 1;
     CpAsyncCommit();
     CpAsyncWait<kAhead>();  // this thread's copies of tile t have landed
     FenceProxyAsync();      // ... and are visible to the tensor cores
     __syncthreads();        // every thread's copies of tile t
+    // The next tile's page ids, issued after the proxy fence (a MEMBAR that
+    // waits for every outstanding load of the thread): they land during
+    // this tile's math instead of stalling its fence.
+    fetch(t + kAhead + 1);
     if (group_active) {
       const int32_t tok0 = it.kv_begin + t * kKvTile;
       float s[32];
