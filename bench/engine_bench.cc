@@ -22,8 +22,8 @@
 // shapes: copy_ms = one pinned device-to-host copy of the step's logits
 // (branches x 32000 fp32); greedy_ms = SampleGreedy over those rows on the
 // engine's sampling threads (min(cores, 16)); greedy_ref_ms = the same with the
-// plain double reference sampler (the engine's greedy path before the fast
-// sampler); gpu_greedy_ms = LaunchGreedyRows on the device logits plus the copy
+// plain double reference sampler (the Sampler before this session: two double
+// exp passes per greedy row; the engine's former shared-row loop made one); gpu_greedy_ms = LaunchGreedyRows on the device logits plus the copy
 // of 12 bytes per row back (what a step would cost with greedy on the GPU;
 // gpu_greedy_mismatch counts rows whose token differs from SampleGreedy's);
 // attention = step_ms(mode 0 or 1) - step_ms(mode 2).
