@@ -214,6 +214,7 @@ class EngineImpl final : public Engine {
   // new branches, clearing busy flags) and publishes the step's counters.
   void PublishCompleted(std::vector<Task*>& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int32_t> LastTokenOf(kv_tree::Branch branch);
+  // Recovery from a failed pass (kv_repair.cc).
   // After a failed forward pass: forks a private branch at the end of every
   // step row group whose tokens were added this step (their K/V may be
   // missing), so that undoing the step's tasks cannot let them be evicted
