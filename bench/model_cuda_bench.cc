@@ -25,8 +25,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -97,10 +99,14 @@ ModelWeights RandomWeights(const ModelConfig& c) {
 }
 
 // The backend, built once for every benchmark of the run.
+// BANYAN_BENCH_ACTIVATIONS=split selects split-bf16 activations.
 absl::StatusOr<Backend*> SharedBackend() {
   static absl::StatusOr<std::unique_ptr<Backend>>* backend = [] {
     const ModelWeights w = RandomWeights(Llama1bShapedConfig());
-    return new absl::StatusOr<std::unique_ptr<Backend>>(CreateCudaBackend(w));
+    const char* mode = std::getenv("BANYAN_BENCH_ACTIVATIONS");
+    const bool split = mode != nullptr && std::string_view(mode) == "split";
+    return new absl::StatusOr<std::unique_ptr<Backend>>(
+        CreateCudaBackend(w, {.activations = split ? Activations::kSplitBf16 : Activations::kBf16}));
   }();
   if (!backend->ok()) return backend->status();
   return backend->value().get();

@@ -114,7 +114,7 @@ class CudaBackend final : public Backend {
   gpu::DeviceBuffer proj_;      // [S rows, H] fp32 (o_proj: rows only; down_proj: S rows)
   gpu::DeviceBuffer gate_up_;   // [S rows, 2 I] fp32
   gpu::DeviceBuffer act_;       // [S rows, I] bf16
-  gpu::DeviceBuffer picked_;    // [logit rows, H] bf16
+  gpu::DeviceBuffer picked_;    // [S logit rows, H] bf16 (hi rows, then lo rows)
   gpu::DeviceBuffer logits_;    // [logit rows, V] fp32
 };
 
@@ -141,7 +141,7 @@ absl::Status CudaBackend::EnsureScratch(int64_t rows, int64_t logit_rows) {
   if (logit_rows > logits_capacity_) {
     int64_t cap = 16;
     while (cap < logit_rows) cap *= 2;
-    BANYAN_RETURN_IF_ERROR(Reserve(picked_, cap * config_.hidden_size * 2));
+    BANYAN_RETURN_IF_ERROR(Reserve(picked_, split_ * cap * config_.hidden_size * 2));
     BANYAN_RETURN_IF_ERROR(Reserve(logits_, cap * config_.vocab_size * 4));
     logits_capacity_ = cap;
   }
@@ -284,20 +284,24 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + 5 * cap, d_bad_row, sizeof(int32_t),
                                               cudaMemcpyDeviceToHost, stream));
   if (m == 0) return absl::OkStatus();
-  // Final residual add and norm over every row, then the logit rows' LM head.
+  // Final residual add and norm over every row, then the logit rows' LM head
+  // (with split activations: over the hi rows, then the lo rows added in).
   BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
       {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
-       .add = proj, .add_lo = down_lo, .weight = w_.final_norm.As<float>(), .out = normed},
+       .add = proj, .add_lo = down_lo, .weight = w_.final_norm.As<float>(), .out = normed, .out_lo = normed_lo},
       stream));
-  BANYAN_RETURN_IF_ERROR(cuda::LaunchGatherRows({.rows = static_cast<int32_t>(m), .cols = static_cast<int32_t>(H),
-                                                 .src = normed, .index = d_logit_rows,
-                                                 .dst = picked_.As<bf16_bits>()},
-                                                stream));
-  BANYAN_RETURN_IF_ERROR(gpu::Gemm(blas_, {.m = static_cast<int>(m), .n = static_cast<int>(V),
-                                           .k = static_cast<int>(H), .a = picked_.data(),
-                                           .b = w_.lm_head_ptr(), .c = logits_.data(),
-                                           .ab_dtype = DType::kBf16, .c_dtype = DType::kF32},
-                                   stream));
+  for (int64_t part = 0; part < split_; ++part) {
+    bf16_bits* picked = picked_.As<bf16_bits>() + part * m * H;
+    BANYAN_RETURN_IF_ERROR(cuda::LaunchGatherRows({.rows = static_cast<int32_t>(m), .cols = static_cast<int32_t>(H),
+                                                   .src = part == 0 ? normed : normed_lo, .index = d_logit_rows,
+                                                   .dst = picked},
+                                                  stream));
+    BANYAN_RETURN_IF_ERROR(gpu::Gemm(blas_, {.m = static_cast<int>(m), .n = static_cast<int>(V),
+                                             .k = static_cast<int>(H), .a = picked, .b = w_.lm_head_ptr(),
+                                             .c = logits_.data(), .ab_dtype = DType::kBf16,
+                                             .c_dtype = DType::kF32, .beta = part == 0 ? 0.0f : 1.0f},
+                                     stream));
+  }
   if (logits == nullptr) return absl::OkStatus();  // ForwardGreedy: the logits stay on the device
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits, logits_.data(), static_cast<size_t>(m * V) * 4,
                                               cudaMemcpyDeviceToHost, stream));

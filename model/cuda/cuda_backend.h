@@ -49,11 +49,11 @@ enum class Activations {
   kBf16,
   // Each value x as a bf16 pair, hi = bf16(x) and lo = bf16(x - hi); one GEMM
   // over the stacked [hi; lo] rows multiplies both by the bf16 weights and
-  // the two products are summed in fp32 by the consuming kernel. The
-  // activations then carry ~16 significant bits instead of 8 (weights, KV
-  // cache, attention and the o_proj / LM head inputs stay bf16), for twice
-  // the GEMM work of those three projections: nearly free where decode is
-  // bound by weight reads (small batches), up to 2x their cost in prefill.
+  // the two products are summed in fp32 by the consuming kernel (the LM
+  // head: a second GEMM accumulating into the logits). The activations then
+  // carry ~16 significant bits instead of 8 (weights, KV cache, attention
+  // and the o_proj input stay bf16), for twice the GEMM work of the QKV,
+  // gate|up, down and LM head projections (bench/RESULTS.md has the cost).
   kSplitBf16,
 };
 
