@@ -184,8 +184,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ByteFallbackTokenizer(const json& j, 
     const std::string& t = spec.vocab[id];
     if (t.empty()) {
       spec.types[id] = static_cast<int32_t>(SpmTokenType::kUnused);
-    } else if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(t[3]) &&
-               std::isxdigit(t[4])) {
+    } else if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+               std::isxdigit(static_cast<unsigned char>(t[3])) && std::isxdigit(static_cast<unsigned char>(t[4]))) {
       spec.types[id] = static_cast<int32_t>(SpmTokenType::kByte);
     }
   }

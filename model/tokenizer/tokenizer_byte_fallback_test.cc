@@ -147,5 +147,33 @@ TEST(ByteFallbackTest, UnknownCharactersFallBackToBytesOrUnk) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 0), 1);
 }
 
+// A hand-made file: a hole in the ids (4), an added token past the
+// vocabulary (9), one merge, one byte token.
+TEST(ByteFallbackTest, SmallHandWrittenFile) {
+  const nlohmann::json j = {
+      {"added_tokens",
+       {{{"id", 0}, {"content", "<unk>"}, {"special", true}}, {{"id", 1}, {"content", "<s>"}, {"special", true}},
+        {{"id", 2}, {"content", "</s>"}, {"special", true}}, {{"id", 9}, {"content", "<extra>"}, {"special", true}}}},
+      {"normalizer",
+       {{"type", "Sequence"},
+        {"normalizers",
+         {{{"type", "Prepend"}, {"prepend", kSpace}},
+          {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}}}}}},
+      {"pre_tokenizer", nullptr},
+      {"model",
+       {{"type", "BPE"}, {"byte_fallback", true}, {"fuse_unk", true}, {"unk_token", "<unk>"},
+        {"vocab", {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {"<0x41>", 3}, {kSpace, 5}, {"a", 6},
+                   {std::string(kSpace) + "a", 7}}},
+        {"merges", nlohmann::json::array({nlohmann::json::array({kSpace, "a"})})}}}};
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto tokenizer, TokenizerFromJson(j.dump(), ""));
+  EXPECT_EQ(tokenizer->vocab_size(), 10);
+  // "a" -> "▁a" (merged); <extra>; "Abc" -> "▁" <0x41> <unk> (b and c fused).
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<int32_t> ids, tokenizer->Encode("a<extra>Abc"));
+  EXPECT_EQ(ids, (std::vector<int32_t>{7, 9, 5, 3, 0}));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::string back, tokenizer->Decode({7, 9, 5, 3}));
+  EXPECT_EQ(back, "a<extra> A");
+  EXPECT_THAT(tokenizer->Decode({10}), StatusIs(absl::StatusCode::kOutOfRange));
+}
+
 }  // namespace
 }  // namespace banyan::model
