@@ -6,14 +6,19 @@
 // normalizer (or none), pre-tokenizers Split(GPT-2 / Llama 3 / Qwen2 regex) +
 // ByteLevel, ByteLevel(use_regex), Digits(individual) + ByteLevel; merges as
 // "a b" strings or ["a", "b"] pairs; ignore_merges; added tokens; a
-// TemplateProcessing post-processor's leading special tokens.
+// TemplateProcessing post-processor's leading special tokens. Also BPE with
+// byte_fallback (Llama 2 / Mistral HF directories, run by SpmTokenizer):
+// the normalizer Prepend("▁") + Replace(" ", "▁") without a pre-tokenizer,
+// or a Metaspace pre-tokenizer (prepend_scheme first / always / never,
+// split false); <0xNN> byte tokens; fuse_unk.
 // TokenizerFromGguf: tokenizer.ggml.model "gpt2" (byte-level BPE with
 // tokenizer.ggml.pre naming the regex) or "llama" (SentencePiece BPE).
 //
 // Errors: kInvalidArgument for malformed JSON or metadata (missing vocab,
 // repeated tokens, merges naming unknown tokens); kUnimplemented for other
-// models (WordPiece, Unigram, byte-fallback BPE), normalizers or
-// pre-tokenizers. Thread-safe (pure functions).
+// models (WordPiece, Unigram), normalizers or pre-tokenizers (for
+// byte-fallback BPE: anything but the two above, e.g. Metaspace with split).
+// Thread-safe (pure functions).
 #ifndef BANYAN_MODEL_TOKENIZER_TOKENIZER_LOADERS_H_
 #define BANYAN_MODEL_TOKENIZER_TOKENIZER_LOADERS_H_
 
