@@ -78,7 +78,8 @@ TEST_P(ByteFallbackAgreement, MatchesHfTokenizers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, ByteFallbackAgreement,
-                         ::testing::Values("prepend", "metaspace_first", "metaspace_always"));
+                         ::testing::Values("prepend", "metaspace_first", "metaspace_always"),
+                         [](const auto& info) { return info.param; });
 
 // llama.cpp's golden cases for the same vocabulary (SentencePiece merging by
 // score), through the legacy tokenizer.json (merging by rank).
