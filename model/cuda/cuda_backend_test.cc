@@ -188,7 +188,12 @@ INSTANTIATE_TEST_SUITE_P(Configs, CudaBackendTest,
                          ::testing::Combine(::testing::Values(0, 1, 2),
                                             ::testing::Values(cuda::AttentionPath::kDevice,
                                                               cuda::AttentionPath::kHost),
-                                            ::testing::Values(Activations::kBf16, Activations::kSplitBf16)));
+                                            ::testing::Values(Activations::kBf16, Activations::kSplitBf16)),
+                         [](const auto& info) {
+                           return "config" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) == cuda::AttentionPath::kDevice ? "_device" : "_host") +
+                                  (std::get<2>(info.param) == Activations::kSplitBf16 ? "_split" : "_bf16");
+                         });
 
 TEST(CudaBackendErrorsTest, BadInputsGiveSpecificCodes) {
   BANYAN_SKIP_WITHOUT_GPU();

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <tuple>
 
 #include "gtest/gtest.h"
@@ -33,7 +34,7 @@ namespace banyan {
 namespace {
 
 class CudaHfReferenceTest
-    : public ::testing::TestWithParam<std::tuple<const char*, model::Activations>> {};
+    : public ::testing::TestWithParam<std::tuple<std::string, model::Activations>> {};
 
 TEST_P(CudaHfReferenceTest, LogitsAndTop1MatchTransformers) {
   BANYAN_SKIP_WITHOUT_GPU();
@@ -94,7 +95,7 @@ TEST_P(CudaHfReferenceTest, LogitsAndTop1MatchTransformers) {
   }
   std::printf("%s, %s activations: worst logits rel err %.2e; top-1 strict %d/%d = %.4f; beyond the "
               "bf16 noise margin %d/%d = %.4f\n",
-              name, split ? "split-bf16" : "bf16", worst, strict, positions, double(strict) / positions,
+              name.c_str(), split ? "split-bf16" : "bf16", worst, strict, positions, double(strict) / positions,
               decisive_agree, decisive, decisive ? double(decisive_agree) / decisive : 1.0);
   EXPECT_GE(positions, 1000);
   EXPECT_GE(static_cast<double>(decisive_agree) / decisive, 0.99) << name;
@@ -102,10 +103,16 @@ TEST_P(CudaHfReferenceTest, LogitsAndTop1MatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, CudaHfReferenceTest,
-                         ::testing::Combine(::testing::Values("llama_gqa4_untied", "llama_odd_heads_tied",
-                                                              "llama3_rope_mha_f32", "qwen2_bias_tied"),
+                         ::testing::Combine(::testing::Values(std::string("llama_gqa4_untied"),
+                                                              std::string("llama_odd_heads_tied"),
+                                                              std::string("llama3_rope_mha_f32"),
+                                                              std::string("qwen2_bias_tied")),
                                             ::testing::Values(model::Activations::kBf16,
-                                                              model::Activations::kSplitBf16)));
+                                                              model::Activations::kSplitBf16)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) +
+                                  (std::get<1>(info.param) == model::Activations::kSplitBf16 ? "_split" : "_bf16");
+                         });
 
 }  // namespace
 }  // namespace banyan
