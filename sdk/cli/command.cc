@@ -11,6 +11,7 @@ const std::vector<Command>& Commands() {
       {"tokenize", "text on stdin -> token ids as a JSON array (--decode: ids -> text)", RunTokenize},
       {"generate", "sample N completions of a prompt that share its KV (prefill once, fork)", RunGenerate},
       {"search", "run a search strategy (self-consistency, tree of thought, MCTS, best-of-N)", RunSearch},
+      {"chat", "explore a conversation as a tree: fork, regenerate, edit, compare, save/load", RunChat},
   };
   return *commands;
 }

@@ -26,6 +26,7 @@ absl::Status RunDemoCommand(const std::vector<std::string>& args);  // demo_comm
 absl::Status RunTokenize(const std::vector<std::string>& args);
 absl::Status RunGenerate(const std::vector<std::string>& args);
 absl::Status RunSearch(const std::vector<std::string>& args);
+absl::Status RunChat(const std::vector<std::string>& args);  // chat_command.cc (samples/branching_chat)
 
 }  // namespace banyan::cli
 
