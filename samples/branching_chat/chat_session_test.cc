@@ -257,6 +257,32 @@ TEST(ChatSessionTest, SaveLoadRoundTripAndBadFiles) {
   BANYAN_ASSERT_OK(s.Say("ghi", {}).status());
 }
 
+// Replies need not be valid UTF-8 (a byte-level model can stop inside a
+// character): the turn's content is sanitized. Engine::Save would write such a
+// branch's text into a proto3 string field, and the file would not load again
+// (kDataLoss); until the engine stores it safely the session refuses to save
+// and leaves an existing file alone.
+TEST(ChatSessionTest, RepliesWithBrokenUtf8) {
+  std::unique_ptr<Engine> engine = CountingEngine();
+  ASSERT_NE(engine, nullptr);
+  ChatSettings settings = Small(5);
+  settings.temperature = 0;
+  ChatSession s(engine.get(), settings);
+  const std::string path = TempPath("broken_utf8.chat");
+  BANYAN_ASSERT_OK(s.Say("go", {}).status());
+  BANYAN_ASSERT_OK(s.Save(path));
+  const std::vector<TurnShape> saved = Shape(s);
+  s.settings().max_tokens = 130;  // greedy: bytes 11, 12, ... 140 after the prompt's "\n"
+  BANYAN_ASSERT_OK_AND_ASSIGN(int32_t reply, s.Regen({}));
+  EXPECT_TRUE(IsValidUtf8(s.Find(reply)->content));
+  EXPECT_THAT(s.Find(reply)->content, HasSubstr("\xef\xbf\xbd"));
+  EXPECT_THAT(s.Save(path), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("UTF-8")));
+  std::unique_ptr<Engine> other = CountingEngine();
+  ChatSession t(other.get(), ChatSettings{});
+  BANYAN_ASSERT_OK(t.Load(path));  // the earlier save, intact
+  EXPECT_EQ(Shape(t), saved);
+}
+
 TEST(ChatSessionTest, ExhaustedKvBudgetIsReportedAndNothingIsLeft) {
   // The counting model's KV: 2 layers x 1 KV head x 4 dims x K,V x f32 = 64
   // bytes per token; 62 pages, of which the engine keeps 48 as scratch

@@ -211,23 +211,36 @@ std::string WordDiff(std::string_view a, std::string_view b, size_t max_words) {
       lcs[i][j] = x[i] == y[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
     }
   }
+  // Walk the table; runs of removed / added words are bracketed together.
   std::string out;
-  auto emit = [&out](std::string_view piece) {
-    if (!out.empty()) out += ' ';
-    out += piece;
+  char run = ' ';  // '-', '+' or ' ' (common)
+  auto emit = [&](char kind, const std::string& word) {
+    if (kind != run) {
+      if (run == '-') out += "-]";
+      if (run == '+') out += "+}";
+      if (!out.empty()) out += ' ';
+      if (kind == '-') out += "[-";
+      if (kind == '+') out += "{+";
+      run = kind;
+    } else if (!out.empty()) {
+      out += ' ';
+    }
+    out += word;
   };
   size_t i = 0, j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && x[i] == y[j]) {
-      emit(x[i]);
+      emit(' ', x[i]);
       ++i;
       ++j;
     } else if (i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1])) {
-      emit(absl::StrCat("[-", x[i++], "-]"));
+      emit('-', x[i++]);
     } else {
-      emit(absl::StrCat("{+", y[j++], "+}"));
+      emit('+', y[j++]);
     }
   }
+  emit(' ', "");
+  while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }
 
