@@ -67,6 +67,9 @@ absl::Status Run(ChatSession& session, const ChatCommand& cmd, std::ostream& out
         out << absl::StrFormat("[%d] (%d tokens, logp %.2f, %s)\n    %s\n", id, t.reply_tokens, t.logprob,
                                t.finish, Preview(t.content, 400));
       }
+      if (session.settings().temperature == 0 && replies->size() > 1) {
+        out << "note: temperature 0 is greedy, so the replies are the same; /set temperature 0.7\n";
+      }
       out << "current: [" << session.current() << "]\n";
       return absl::OkStatus();
     }
