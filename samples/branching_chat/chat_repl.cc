@@ -12,8 +12,12 @@ namespace banyan::samples::chat {
 namespace {
 
 // Streams a reply: a header when it starts, its text as it comes.
-ReplyObserver Streaming(std::ostream& out) {
+ReplyObserver Streaming(std::ostream& out, std::atomic<bool>* interrupt) {
   ReplyObserver o;
+  if (interrupt != nullptr) {
+    interrupt->store(false);
+    o.keep_going = [interrupt] { return !interrupt->exchange(false); };
+  }
   o.on_start = [&out](int32_t user, int32_t reply) {
     out << "[" << reply << "] assistant (reply to [" << user << "]):\n    " << std::flush;
   };
@@ -34,14 +38,15 @@ void ReplyFooter(const ChatSession& session, int32_t id, std::ostream& out) {
                          t.seconds > 0 ? t.reply_tokens / t.seconds : 0.0, t.finish, t.logprob);
 }
 
-absl::Status Run(ChatSession& session, const ChatCommand& cmd, std::ostream& out, bool& quit) {
+absl::Status Run(ChatSession& session, const ChatCommand& cmd, std::ostream& out, bool& quit,
+                 std::atomic<bool>* interrupt) {
   switch (cmd.kind) {
     case CommandKind::kNone:
       return absl::OkStatus();
     case CommandKind::kSay:
     case CommandKind::kEdit:
     case CommandKind::kBranch: {
-      const ReplyObserver observer = Streaming(out);
+      const ReplyObserver observer = Streaming(out, interrupt);
       absl::StatusOr<int32_t> reply =
           cmd.kind == CommandKind::kSay    ? session.Say(cmd.text, observer)
           : cmd.kind == CommandKind::kEdit ? session.Edit(cmd.id, cmd.text, observer)
@@ -51,7 +56,7 @@ absl::Status Run(ChatSession& session, const ChatCommand& cmd, std::ostream& out
       return absl::OkStatus();
     }
     case CommandKind::kRegen: {
-      absl::StatusOr<int32_t> reply = session.Regen(Streaming(out));
+      absl::StatusOr<int32_t> reply = session.Regen(Streaming(out, interrupt));
       if (!reply.ok()) return reply.status();
       ReplyFooter(session, *reply, out);
       return absl::OkStatus();
@@ -133,10 +138,11 @@ absl::Status Run(ChatSession& session, const ChatCommand& cmd, std::ostream& out
 
 }  // namespace
 
-LineResult ExecuteLine(ChatSession& session, std::string_view line, std::ostream& out) {
+LineResult ExecuteLine(ChatSession& session, std::string_view line, std::ostream& out,
+                       std::atomic<bool>* interrupt) {
   LineResult result;
   absl::StatusOr<ChatCommand> cmd = ParseCommand(line);
-  result.status = cmd.ok() ? Run(session, *cmd, out, result.quit) : cmd.status();
+  result.status = cmd.ok() ? Run(session, *cmd, out, result.quit, interrupt) : cmd.status();
   if (!result.status.ok()) out << "error: " << result.status.ToString() << "\n";
   out << std::flush;
   return result;
@@ -166,7 +172,7 @@ absl::Status RunRepl(ChatSession& session, std::istream& in, std::ostream& out, 
       return absl::OkStatus();
     }
     if (options.echo) out << joined << "\n";
-    LineResult r = ExecuteLine(session, joined, out);
+    LineResult r = ExecuteLine(session, joined, out, options.interrupt);
     if (!r.status.ok()) {
       if (failures != nullptr) ++*failures;
       if (options.stop_on_error) return r.status;

@@ -10,6 +10,7 @@
 #ifndef BANYAN_SAMPLES_BRANCHING_CHAT_CHAT_REPL_H_
 #define BANYAN_SAMPLES_BRANCHING_CHAT_CHAT_REPL_H_
 
+#include <atomic>
 #include <istream>
 #include <ostream>
 #include <string>
@@ -24,6 +25,9 @@ struct ReplOptions {
   std::string prompt = "> ";  // printed before each line is read ("" for none)
   bool echo = false;          // write each line read after the prompt (for piped scripts)
   bool stop_on_error = false;  // return the first failing command's status
+  // When set (e.g. by a SIGINT handler) while a reply streams, the reply stops
+  // there and the flag is cleared. Not owned.
+  std::atomic<bool>* interrupt = nullptr;
 };
 
 struct LineResult {
@@ -31,8 +35,9 @@ struct LineResult {
   bool quit = false;    // /quit
 };
 
-// Runs one line.
-LineResult ExecuteLine(ChatSession& session, std::string_view line, std::ostream& out);
+// Runs one line (`interrupt` as in ReplOptions; may be null).
+LineResult ExecuteLine(ChatSession& session, std::string_view line, std::ostream& out,
+                       std::atomic<bool>* interrupt = nullptr);
 
 // Reads lines until end of input or /quit. A line ending in '\' continues on
 // the next one (joined with a newline). Returns OK, or with stop_on_error the

@@ -204,10 +204,10 @@ absl::StatusOr<std::vector<int32_t>> ChatSession::Reply(int32_t user, int32_t n,
   GenerateOptions g = Options();
   ++generations_;
   if (observer != nullptr && observer->on_start) observer->on_start(user, next_id_);
-  if (observer != nullptr && observer->on_text) {
+  if (observer != nullptr && (observer->on_text || observer->keep_going)) {
     g.callbacks.on_token = [observer](BranchId, int32_t, std::string_view delta, float) {
-      if (!delta.empty()) observer->on_text(delta);
-      return true;
+      if (!delta.empty() && observer->on_text) observer->on_text(delta);
+      return !observer->keep_going || observer->keep_going();
     };
   }
   const auto start = std::chrono::steady_clock::now();

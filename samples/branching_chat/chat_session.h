@@ -81,6 +81,9 @@ struct ReplyObserver {
   std::function<void(int32_t user_turn, int32_t reply_turn)> on_start;
   // Text as it is generated (scheduler thread).
   std::function<void(std::string_view delta)> on_text;
+  // Asked after every token (scheduler thread): false stops the reply there
+  // (it is kept, its finish "stopped"). Must be quick.
+  std::function<bool()> keep_going;
 };
 
 // One side of a /compare.

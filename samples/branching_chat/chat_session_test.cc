@@ -169,6 +169,14 @@ TEST(ChatSessionTest, TreeOfTurnsSharesKv) {
   EXPECT_THAT(s.Regen({}).status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(Shape(s), before);
   EXPECT_EQ(engine->Stats().live_branches, 13);
+
+  // An observer can stop a reply early: it is kept, cut there.
+  ReplyObserver stopper;
+  int seen = 0;
+  stopper.keep_going = [&seen] { return ++seen < 3; };
+  BANYAN_ASSERT_OK_AND_ASSIGN(int32_t cut, s.Say("stop early", stopper));
+  EXPECT_EQ(s.Find(cut)->reply_tokens, 3);
+  EXPECT_EQ(s.Find(cut)->finish, "stopped");
 }
 
 TEST(ChatSessionTest, SaveLoadRoundTripAndBadFiles) {

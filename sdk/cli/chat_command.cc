@@ -7,7 +7,10 @@
 //               [--kv-budget-mb M] [--temperature T] [--top-p P] [--top-k K]
 //               [--max-tokens N] [--seed S] [--system TEXT] [--load FILE]
 //               [--script FILE] [--echo] [--strict]
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <fstream>
 #include <iostream>
@@ -22,6 +25,14 @@
 #include "sdk/cli/command.h"
 
 namespace banyan::cli {
+namespace {
+
+// Ctrl-C while a reply streams stops that reply; at the prompt it ends the
+// read (no SA_RESTART), so the program quits.
+std::atomic<bool> g_interrupt{false};
+void OnInterrupt(int) { g_interrupt.store(true); }
+
+}  // namespace
 
 absl::Status RunChat(const std::vector<std::string>& argv) {
   namespace chat = ::banyan::samples::chat;
@@ -78,6 +89,13 @@ absl::Status RunChat(const std::vector<std::string>& argv) {
     options.prompt = interactive || args.GetBool("echo") ? "> " : "";
     options.echo = args.GetBool("echo");
     options.stop_on_error = args.GetBool("strict");
+    if (interactive) {
+      struct sigaction sa = {};
+      sa.sa_handler = OnInterrupt;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGINT, &sa, nullptr);
+      options.interrupt = &g_interrupt;
+    }
     int failures = 0;
     BANYAN_RETURN_IF_ERROR(chat::RunRepl(session, in, std::cout, options, &failures));
     if (failures > 0) std::cerr << "[chat] " << failures << " command(s) failed\n";
