@@ -12,13 +12,14 @@ namespace banyan::samples::chat {
 namespace {
 
 // Streams a reply: a header when it starts, its text as it comes.
-ReplyObserver Streaming(std::ostream& out, std::atomic<bool>* interrupt) {
+ReplyObserver Streaming(std::ostream& out, std::atomic<bool>* interrupt, bool* started) {
   ReplyObserver o;
   if (interrupt != nullptr) {
     interrupt->store(false);
     o.keep_going = [interrupt] { return !interrupt->exchange(false); };
   }
-  o.on_start = [&out](int32_t user, int32_t reply) {
+  o.on_start = [&out, started](int32_t user, int32_t reply) {
+    *started = true;
     out << "[" << reply << "] assistant (reply to [" << user << "]):\n    " << std::flush;
   };
   o.on_text = [&out](std::string_view delta) {
@@ -30,6 +31,12 @@ ReplyObserver Streaming(std::ostream& out, std::atomic<bool>* interrupt) {
     out << std::flush;
   };
   return o;
+}
+
+// A reply that failed after its header was printed: end that line first.
+absl::Status Unfinished(absl::Status status, bool started, std::ostream& out) {
+  if (started) out << "\n";
+  return status;
 }
 
 void ReplyFooter(const ChatSession& session, int32_t id, std::ostream& out) {
@@ -46,18 +53,20 @@ absl::Status Run(ChatSession& session, const ChatCommand& cmd, std::ostream& out
     case CommandKind::kSay:
     case CommandKind::kEdit:
     case CommandKind::kBranch: {
-      const ReplyObserver observer = Streaming(out, interrupt);
+      bool started = false;
+      const ReplyObserver observer = Streaming(out, interrupt, &started);
       absl::StatusOr<int32_t> reply =
           cmd.kind == CommandKind::kSay    ? session.Say(cmd.text, observer)
           : cmd.kind == CommandKind::kEdit ? session.Edit(cmd.id, cmd.text, observer)
                                            : session.BranchFrom(cmd.id, cmd.text, observer);
-      if (!reply.ok()) return reply.status();
+      if (!reply.ok()) return Unfinished(reply.status(), started, out);
       ReplyFooter(session, *reply, out);
       return absl::OkStatus();
     }
     case CommandKind::kRegen: {
-      absl::StatusOr<int32_t> reply = session.Regen(Streaming(out, interrupt));
-      if (!reply.ok()) return reply.status();
+      bool started = false;
+      absl::StatusOr<int32_t> reply = session.Regen(Streaming(out, interrupt, &started));
+      if (!reply.ok()) return Unfinished(reply.status(), started, out);
       ReplyFooter(session, *reply, out);
       return absl::OkStatus();
     }

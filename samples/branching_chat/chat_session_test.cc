@@ -304,6 +304,10 @@ TEST(ChatSessionTest, ExhaustedKvBudgetIsReportedAndNothingIsLeft) {
   EXPECT_THAT(long_turn, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_EQ(Shape(s), before);
   EXPECT_EQ(engine->Stats().live_branches, static_cast<int64_t>(before.size()));
+  std::ostringstream out;
+  EXPECT_THAT(ExecuteLine(s, std::string(4000, 'y'), out).status, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(out.str(), HasSubstr("error: RESOURCE_EXHAUSTED"));
+  EXPECT_EQ(Shape(s), before);
   BANYAN_ASSERT_OK(s.Say("ok", {}).status());  // and the session goes on
 }
 
