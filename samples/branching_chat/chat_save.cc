@@ -78,17 +78,6 @@ absl::StatusOr<Turn> TurnFromBranch(BranchId id, const BranchInfo& info, const s
 
 absl::Status ChatSession::Save(const std::string& path) {
   if (turns_.empty()) return absl::FailedPreconditionError("nothing to save: the conversation is empty");
-  // Engine::Save stores each branch's text in a proto3 string field, which
-  // must be valid UTF-8: a file holding a reply cut inside a character would
-  // not load again. Refuse before writing anything.
-  for (const auto& [id, t] : turns_) {
-    BANYAN_ASSIGN_OR_RETURN(std::string text, engine_->Detokenize(t.tokens));
-    if (!IsValidUtf8(text)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "turn ", id, "'s tokens do not decode to valid UTF-8 (a reply cut inside a character); "
-          "the engine's snapshot cannot hold that yet, so nothing was saved"));
-    }
-  }
   // The session's own state rides on the first turn's branch for the save.
   const BranchId anchor = turns_.begin()->second.branch;
   const std::pair<const char*, std::string> session[] = {

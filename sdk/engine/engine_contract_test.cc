@@ -265,6 +265,23 @@ TEST(EngineContractTest, CorruptOrForeignSnapshotsAreRejected) {
   BANYAN_EXPECT_OK(engine->Inspect(b).status());
 }
 
+// Text that is not valid UTF-8 (a reply cut inside a character, binary
+// metadata) saves and loads byte for byte.
+TEST(EngineContractTest, SnapshotKeepsTextThatIsNotUtf8) {
+  auto engine = Make();
+  const std::vector<int32_t> cut = {'c', 'a', 'f', 0xC3};  // "caf" + half of "\u00e9"
+  BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Tokens(cut)));
+  BANYAN_ASSERT_OK(engine->SetMetadata(b, "key\xff", "value\xfe\xc0"));
+  const std::string path = TempPath("not_utf8.bin");
+  BANYAN_ASSERT_OK(engine->Save(path));
+  auto fresh = Make();
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<BranchId> loaded, fresh->Load(path));
+  ASSERT_EQ(loaded.size(), 1u);
+  BANYAN_ASSERT_OK_AND_ASSIGN(BranchInfo info, fresh->Inspect(loaded[0]));
+  EXPECT_EQ(info.tokens, cut);
+  EXPECT_EQ(info.metadata.at("key\xff"), "value\xfe\xc0");
+}
+
 TEST(EngineContractTest, UnavailableDeviceAndMissingModel) {
   EngineOptions o = Options();
   o.device = "cuda:7";
