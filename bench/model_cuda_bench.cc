@@ -99,14 +99,18 @@ ModelWeights RandomWeights(const ModelConfig& c) {
 }
 
 // The backend, built once for every benchmark of the run.
-// BANYAN_BENCH_ACTIVATIONS=split selects split-bf16 activations.
+// BANYAN_BENCH_ACTIVATIONS=split selects split-bf16 activations,
+// BANYAN_BENCH_WEIGHTS=split split-bf16 weights.
 absl::StatusOr<Backend*> SharedBackend() {
   static absl::StatusOr<std::unique_ptr<Backend>>* backend = [] {
     const ModelWeights w = RandomWeights(Llama1bShapedConfig());
     const char* mode = std::getenv("BANYAN_BENCH_ACTIVATIONS");
     const bool split = mode != nullptr && std::string_view(mode) == "split";
+    const char* weights_mode = std::getenv("BANYAN_BENCH_WEIGHTS");
+    const bool split_weights = weights_mode != nullptr && std::string_view(weights_mode) == "split";
     return new absl::StatusOr<std::unique_ptr<Backend>>(
-        CreateCudaBackend(w, {.activations = split ? Activations::kSplitBf16 : Activations::kBf16}));
+        CreateCudaBackend(w, {.activations = split ? Activations::kSplitBf16 : Activations::kBf16,
+                              .weights = split_weights ? Weights::kSplitBf16 : Weights::kBf16}));
   }();
   if (!backend->ok()) return backend->status();
   return backend->value().get();

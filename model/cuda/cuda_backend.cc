@@ -57,6 +57,8 @@ class CudaBackend final : public Backend {
         w_(std::move(weights)),
         attention_(options.attention),
         split_(options.activations == Activations::kSplitBf16 ? 2 : 1) {}
+  // Split weights: the lo parts were uploaded (CreateCudaBackend).
+  bool split_weights() const { return w_.embed_lo.data() != nullptr; }
 
   std::string_view name() const override { return "cuda"; }
   const ModelConfig& config() const override { return config_; }
@@ -79,11 +81,19 @@ class CudaBackend final : public Backend {
   // Grows the scratch buffers to `rows` query rows and `logit_rows` logits.
   absl::Status EnsureScratch(int64_t rows, int64_t logit_rows);
   // y = x . w^T: bf16 x [rows, in] and w [out, in], fp32 y [rows, out].
-  absl::Status Linear(const void* x, const gpu::DeviceBuffer& w, int64_t rows, int64_t in, int64_t out,
-                      void* y) {
-    return gpu::Gemm(blas_, {.m = static_cast<int>(rows), .n = static_cast<int>(out),
-                             .k = static_cast<int>(in), .a = x, .b = w.data(), .c = y,
-                             .ab_dtype = DType::kBf16, .c_dtype = DType::kF32},
+  // With split weights (w_lo not empty) the first lo_rows rows of y also get
+  // x . w_lo^T added (a second GEMM with beta = 1): the hi activation rows
+  // only, x_lo . w_lo being skipped.
+  absl::Status Linear(const void* x, const gpu::DeviceBuffer& w, const gpu::DeviceBuffer& w_lo, int64_t rows,
+                      int64_t lo_rows, int64_t in, int64_t out, void* y) {
+    BANYAN_RETURN_IF_ERROR(gpu::Gemm(blas_, {.m = static_cast<int>(rows), .n = static_cast<int>(out),
+                                             .k = static_cast<int>(in), .a = x, .b = w.data(), .c = y,
+                                             .ab_dtype = DType::kBf16, .c_dtype = DType::kF32},
+                                     stream_.get()));
+    if (w_lo.data() == nullptr) return absl::OkStatus();
+    return gpu::Gemm(blas_, {.m = static_cast<int>(lo_rows), .n = static_cast<int>(out),
+                             .k = static_cast<int>(in), .a = x, .b = w_lo.data(), .c = y,
+                             .ab_dtype = DType::kBf16, .c_dtype = DType::kF32, .beta = 1.0f},
                      stream_.get());
   }
   absl::Status Run(const ForwardBatch& batch, const KvCache& kv, int64_t n, int64_t m, float* logits);
@@ -245,7 +255,7 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
 
   BANYAN_RETURN_IF_ERROR(cuda::LaunchEmbedding(
       {.rows = rows, .dim = static_cast<int32_t>(H), .vocab = static_cast<int32_t>(V), .ids = d_tokens,
-       .table = w_.embed.As<bf16_bits>(), .out = residual, .bad_row = d_bad_row},
+       .table = w_.embed.As<bf16_bits>(), .table_lo = w_.embed_lo.As<bf16_bits>(), .out = residual, .bad_row = d_bad_row},
       stream));
   // The down projection's lo product of the previous layer (none before layer 0).
   const float* down_lo = nullptr;
@@ -257,7 +267,7 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
          .add = layer == 0 ? nullptr : proj, .add_lo = layer == 0 ? nullptr : down_lo,
          .weight = w.input_norm.As<float>(), .out = normed, .out_lo = normed_lo},
         stream));
-    BANYAN_RETURN_IF_ERROR(Linear(normed, w.qkv, split_ * n, H, qkv_dim, qkv));
+    BANYAN_RETURN_IF_ERROR(Linear(normed, w.qkv, w.qkv_lo, split_ * n, n, H, qkv_dim, qkv));
     // Bias, RoPE on q (into q_) and k, and the new K/V into the pool, in one kernel.
     BANYAN_RETURN_IF_ERROR(cuda::LaunchQkvEpilogue(
         {.rows = rows, .num_q_heads = c.num_q_heads, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim,
@@ -268,24 +278,25 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
          .pool = static_cast<bf16_bits*>(kv.data)},
         stream));
     BANYAN_RETURN_IF_ERROR(attention_.Run(layer, stream));
-    BANYAN_RETURN_IF_ERROR(Linear(attn_.data(), w.o, n, q_dim, H, proj));
+    BANYAN_RETURN_IF_ERROR(Linear(attn_.data(), w.o, w.o_lo, n, n, q_dim, H, proj));
     BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
         {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
          .add = proj, .weight = w.post_norm.As<float>(), .out = normed, .out_lo = normed_lo},
         stream));
-    BANYAN_RETURN_IF_ERROR(Linear(normed, w.gate_up, split_ * n, H, 2 * I, gate_up));
+    BANYAN_RETURN_IF_ERROR(Linear(normed, w.gate_up, w.gate_up_lo, split_ * n, n, H, 2 * I, gate_up));
     BANYAN_RETURN_IF_ERROR(cuda::LaunchSwiGlu(
         {.rows = rows, .intermediate = static_cast<int32_t>(I), .gate_up = gate_up,
          .gate_up_lo = split ? gate_up + n * 2 * I : nullptr, .out = act, .out_lo = split ? act + n * I : nullptr},
         stream));
-    BANYAN_RETURN_IF_ERROR(Linear(act, w.down, split_ * n, I, H, proj));
+    BANYAN_RETURN_IF_ERROR(Linear(act, w.down, w.down_lo, split_ * n, n, I, H, proj));
     down_lo = split ? proj + n * H : nullptr;
   }
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + 5 * cap, d_bad_row, sizeof(int32_t),
                                               cudaMemcpyDeviceToHost, stream));
   if (m == 0) return absl::OkStatus();
   // Final residual add and norm over every row, then the logit rows' LM head
-  // (with split activations: over the hi rows, then the lo rows added in).
+  // (with split activations: over the hi rows, then the lo rows added in;
+  // with split weights the hi rows' product with the lo head added too).
   BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
       {.rows = rows, .dim = static_cast<int32_t>(H), .eps = c.rms_norm_eps, .residual = residual,
        .add = proj, .add_lo = down_lo, .weight = w_.final_norm.As<float>(), .out = normed, .out_lo = normed_lo},
@@ -301,6 +312,13 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
                                              .c = logits_.data(), .ab_dtype = DType::kBf16,
                                              .c_dtype = DType::kF32, .beta = part == 0 ? 0.0f : 1.0f},
                                      stream));
+    if (part == 0 && split_weights()) {
+      BANYAN_RETURN_IF_ERROR(gpu::Gemm(blas_, {.m = static_cast<int>(m), .n = static_cast<int>(V),
+                                               .k = static_cast<int>(H), .a = picked, .b = w_.lm_head_lo_ptr(),
+                                               .c = logits_.data(), .ab_dtype = DType::kBf16,
+                                               .c_dtype = DType::kF32, .beta = 1.0f},
+                                       stream));
+    }
   }
   if (logits == nullptr) return absl::OkStatus();  // ForwardGreedy: the logits stay on the device
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits, logits_.data(), static_cast<size_t>(m * V) * 4,
@@ -316,7 +334,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights& w
   BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
   BANYAN_ASSIGN_OR_RETURN(gpu::Stream stream, gpu::Stream::Create());
   BANYAN_ASSIGN_OR_RETURN(gpu::BlasHandle blas, gpu::BlasHandle::Create());
-  BANYAN_ASSIGN_OR_RETURN(cuda::DeviceWeights w, cuda::DeviceWeights::Upload(weights, stream.get()));
+  BANYAN_ASSIGN_OR_RETURN(cuda::DeviceWeights w, cuda::DeviceWeights::Upload(weights, stream.get(), options.weights == Weights::kSplitBf16));
   return std::unique_ptr<Backend>(
       std::make_unique<CudaBackend>(weights.config, options, std::move(stream), std::move(blas), std::move(w)));
 }

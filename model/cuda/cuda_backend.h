@@ -10,7 +10,9 @@
 // RoPE and writes the KV cache; gate|up is one GEMM feeding SwiGLU; the
 // o_proj and down outputs are added to the residual by the next RMSNorm
 // (model/cuda/ops.h). Optionally (CudaBackendOptions::activations) GEMM
-// inputs are carried as bf16 hi + lo pairs for ~16-bit activations. Attention
+// inputs are carried as bf16 hi + lo pairs for ~16-bit activations, and
+// (CudaBackendOptions::weights) the weight matrices as bf16 hi + lo pairs for
+// ~16-bit weights; both together are the high-precision mode. Attention
 // runs through
 // attention/'s TreeAttention over the batch's AttentionPlan (or its CPU path,
 // CudaBackendOptions::attention). Logits land fastest in pinned host memory.
@@ -57,16 +59,38 @@ enum class Activations {
   kSplitBf16,
 };
 
+// How the weight matrices (every projection, the embedding table and the LM
+// head, tied or not) are held on the device.
+enum class Weights {
+  // One bf16 value each: the fast default. Exact for checkpoints stored in
+  // bf16; quantized GGUF blocks (d * q + m, d and m fp16) mostly are not
+  // bf16 values, and rounding them costs top-1 agreement on near-ties (the
+  // default model's Q4_1: 99.3% against fp32 weights, bench/RESULTS.md).
+  kBf16,
+  // Each weight w as a bf16 pair, hi = bf16(w) and lo = bf16(w - hi) (~16
+  // significant bits). Every projection runs a second GEMM over the lo
+  // matrix that accumulates (beta = 1, fp32) into the hi GEMM's fp32 output,
+  // so the consuming row kernels are unchanged; the embedding lookup adds the
+  // two rows. With split activations the lo-weight GEMM reads only the hi
+  // activation rows (x_lo . w_lo, ~2^-16 of x . w, is skipped): the products
+  // are x_hi.w_hi + x_lo.w_hi + x_hi.w_lo. Cost: twice the device memory for
+  // the matrices and 1.5x (split activations) or 2x (bf16 activations) the
+  // GEMM work, two GEMM launches per projection (bench/RESULTS.md has the
+  // decode cost). For numerics checks against fp32 references; off by default.
+  kSplitBf16,
+};
+
 struct CudaBackendOptions {
   int device = 0;  // CUDA device ordinal the backend runs on
   Activations activations = Activations::kBf16;
+  Weights weights = Weights::kBf16;
   // Where attention runs (attention_call.h): attention/'s CUDA kernels, or
   // its CPU path on host copies (slow; for cross-checks).
   cuda::AttentionPath attention = cuda::AttentionPath::kDevice;
 };
 
 // Checks the weights against their config (as the CPU backend does), converts
-// them to bf16 and uploads them once. Errors: kInvalidArgument for a config
+// them to bf16 (or bf16 hi + lo pairs, options.weights) and uploads them once. Errors: kInvalidArgument for a config
 // that cannot run (non-positive sizes, odd head_dim, q heads not a multiple of
 // kv heads, bad RoPE scaling) or a tensor of the wrong shape; kNotFound for a
 // missing tensor (named); kUnavailable without a device; kResourceExhausted

@@ -134,16 +134,22 @@ struct Agreement {
   double rel_error() const { return std::sqrt(err_sq / ref_sq); }
 };
 
+// The backend's precision settings under test: bf16 activations and weights,
+// split activations, split activations and weights (the high-precision mode).
+enum class Precision { kBf16, kSplitActivations, kSplitAll };
+
 class CudaBackendTest
-    : public ::testing::TestWithParam<std::tuple<int, cuda::AttentionPath, Activations>> {};
+    : public ::testing::TestWithParam<std::tuple<int, cuda::AttentionPath, Precision>> {};
 
 TEST_P(CudaBackendTest, MatchesCpuBackendOnPrefillAndForkedDecode) {
   BANYAN_SKIP_WITHOUT_GPU();
-  const auto [variant, path, activations] = GetParam();
+  const auto [variant, path, precision] = GetParam();
+  const Activations activations = precision == Precision::kBf16 ? Activations::kBf16 : Activations::kSplitBf16;
+  const Weights weight_mode = precision == Precision::kSplitAll ? Weights::kSplitBf16 : Weights::kBf16;
   const ModelConfig c = SmallConfig(variant);
   auto weights = std::make_shared<const ModelWeights>(MakeRandomWeights(c, 500 + variant));
   BANYAN_ASSERT_OK_AND_ASSIGN(auto cpu, CreateCpuBackend(weights, {.num_threads = 2}));
-  BANYAN_ASSERT_OK_AND_ASSIGN(auto gpu, CreateCudaBackend(*weights, {.activations = activations, .attention = path}));
+  BANYAN_ASSERT_OK_AND_ASSIGN(auto gpu, CreateCudaBackend(*weights, {.activations = activations, .weights = weight_mode, .attention = path}));
   EXPECT_EQ(gpu->name(), "cuda");
   EXPECT_EQ(gpu->kv_memory_space(), MemorySpace::kDevice);
 
@@ -175,9 +181,9 @@ TEST_P(CudaBackendTest, MatchesCpuBackendOnPrefillAndForkedDecode) {
   }
   const double top1 = double(agree.top1) / agree.positions;
   const double top1_tol = double(agree.top1_within_tol) / agree.positions;
-  std::printf("[ cuda vs cpu ] config %d path %d activations %d: %d positions, rel error %.3e, top-1 %.4f "
+  std::printf("[ cuda vs cpu ] config %d path %d precision %d: %d positions, rel error %.3e, top-1 %.4f "
               "(ties within tolerance counted: %.4f)\n",
-              variant, static_cast<int>(path), static_cast<int>(activations), agree.positions, agree.rel_error(),
+              variant, static_cast<int>(path), static_cast<int>(precision), agree.positions, agree.rel_error(),
               top1, top1_tol);
   EXPECT_LE(agree.rel_error(), 2e-2);
   EXPECT_GE(top1_tol, 0.99);
@@ -188,11 +194,14 @@ INSTANTIATE_TEST_SUITE_P(Configs, CudaBackendTest,
                          ::testing::Combine(::testing::Values(0, 1, 2),
                                             ::testing::Values(cuda::AttentionPath::kDevice,
                                                               cuda::AttentionPath::kHost),
-                                            ::testing::Values(Activations::kBf16, Activations::kSplitBf16)),
+                                            ::testing::Values(Precision::kBf16, Precision::kSplitActivations,
+                                                              Precision::kSplitAll)),
                          [](const auto& info) {
                            return "config" + std::to_string(std::get<0>(info.param)) +
                                   (std::get<1>(info.param) == cuda::AttentionPath::kDevice ? "_device" : "_host") +
-                                  (std::get<2>(info.param) == Activations::kSplitBf16 ? "_split" : "_bf16");
+                                  (std::get<2>(info.param) == Precision::kBf16               ? "_bf16"
+                                   : std::get<2>(info.param) == Precision::kSplitActivations ? "_split"
+                                                                                             : "_splitweights");
                          });
 
 TEST(CudaBackendErrorsTest, BadInputsGiveSpecificCodes) {

@@ -24,9 +24,18 @@ __global__ void EmbeddingKernel(EmbeddingParams p) {
     return;
   }
   const auto* src = reinterpret_cast<const __nv_bfloat16*>(p.table) + int64_t{id} * p.dim;  // [dim]
+  const auto* src_lo = p.table_lo != nullptr
+      ? reinterpret_cast<const __nv_bfloat16*>(p.table_lo) + int64_t{id} * p.dim  // [dim]
+      : nullptr;
   for (int i = threadIdx.x * kVec; i < p.dim; i += blockDim.x * kVec) {
     float v[kVec];
     LoadBf16<kVec>(src + i, v);
+    if (src_lo != nullptr) {
+      float lo[kVec];
+      LoadBf16<kVec>(src_lo + i, lo);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) v[j] += lo[j];
+    }
     StoreF32<kVec>(out + i, v);
   }
 }

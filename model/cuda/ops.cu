@@ -118,7 +118,7 @@ absl::Status LaunchEmbedding(const EmbeddingParams& p, cudaStream_t stream) {
   if (p.ids == nullptr || p.table == nullptr || p.out == nullptr || p.bad_row == nullptr) {
     return absl::InvalidArgumentError("Embedding: null pointer");
   }
-  const bool vec8 = p.dim % 8 == 0 && Aligned(p.table, 16) && Aligned(p.out, 16);
+  const bool vec8 = p.dim % 8 == 0 && Aligned(p.table, 16) && Aligned(p.table_lo, 16) && Aligned(p.out, 16);
   const int threads = RowThreads(vec8 ? p.dim / 8 : p.dim);
   const dim3 grid(static_cast<unsigned>(p.rows));
   if (vec8) EmbeddingKernel<8><<<grid, threads, 0, stream>>>(p);

@@ -74,7 +74,8 @@ struct SwiGluParams {
 };
 [[nodiscard]] absl::Status LaunchSwiGlu(const SwiGluParams& p, cudaStream_t stream);
 
-// out[r] = float(table[ids[r]]). An id outside [0, vocab) never reads the
+// out[r] = float(table[ids[r]]) (+ float(table_lo[ids[r]]) when table_lo is
+// set: split weights, the sum in fp32). An id outside [0, vocab) never reads the
 // table: its row is written with zeros and the smallest such r is recorded in
 // *bad_row (atomicMin), which the caller initializes to INT32_MAX and reads
 // back (see EmbeddingBadRowStatus).
@@ -84,6 +85,7 @@ struct EmbeddingParams {
   int32_t vocab = 0;
   const int32_t* ids = nullptr;      // [rows]
   const bf16_bits* table = nullptr;  // [vocab, dim]
+  const bf16_bits* table_lo = nullptr;  // [vocab, dim], or nullptr
   float* out = nullptr;              // [rows, dim] fp32 (the residual stream)
   int32_t* bad_row = nullptr;        // [1]
 };

@@ -259,6 +259,43 @@ TEST(EmbeddingTest, GathersRowsAndReportsBadIds) {
   }
 }
 
+// Split weights: the row is table + table_lo summed in fp32. The lo table
+// holds the residuals bf16(x - bf16(x)) of random fp32 values x, so the sum
+// must reproduce x to ~16 bits (far closer than the hi table alone).
+TEST(EmbeddingTest, AddsTheLoTable) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  for (int dim : {256, 20}) {
+    Rng rng(Seed(dim + 7));
+    const int vocab = 300, rows = 40;
+    std::vector<float> x = RandomF32(rng, size_t(vocab) * dim);
+    std::vector<Bf16> hi(x.size()), lo(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      hi[i] = Bf16(x[i]);
+      lo[i] = Bf16(x[i] - static_cast<float>(hi[i]));
+    }
+    std::vector<int32_t> ids(rows);
+    for (auto& id : ids) id = static_cast<int32_t>(rng.UniformInt(vocab));
+    std::vector<double> want(size_t(rows) * dim), want_hi(want.size());
+    for (int r = 0; r < rows; ++r) {
+      for (int i = 0; i < dim; ++i) {
+        const size_t at = size_t(ids[r]) * dim + i;
+        want[size_t(r) * dim + i] = double{F(hi[at])} + F(lo[at]);
+        want_hi[size_t(r) * dim + i] = x[at];
+      }
+    }
+    DeviceBuffer dhi = Upload(hi), dlo = Upload(lo), dids = Upload(ids), dout = Poisoned(want.size() * 4);
+    DeviceBuffer bad = Upload(std::vector<int32_t>{INT32_MAX});
+    BANYAN_ASSERT_OK(LaunchEmbedding({.rows = rows, .dim = dim, .vocab = vocab, .ids = dids.As<int32_t>(),
+                                      .table = dhi.As<bf16_bits>(), .table_lo = dlo.As<bf16_bits>(),
+                                      .out = dout.As<float>(), .bad_row = bad.As<int32_t>()},
+                                     nullptr));
+    const std::vector<float> got = Download<float>(dout, want.size());
+    EXPECT_LT(RelError(got, want), 1e-7);
+    EXPECT_LT(RelError(got, want_hi), 1e-4);  // x itself to ~16 bits (bf16 alone: ~2e-3)
+    BANYAN_EXPECT_OK(EmbeddingBadRowStatus(Download<int32_t>(bad, 1)[0]));
+  }
+}
+
 struct QkvShape {
   int rows, q_heads, kv_heads, head_dim;
 };

@@ -23,6 +23,13 @@ Rounding points (names for --round; "all" = every one):
   act      SwiGLU output (the down_proj input) in bf16
   final    final RMSNorm output (the LM head input) in bf16
   fsplit   LM head input as bf16 hi + bf16 lo (two products; cancels 'final')
+  wsplit   every matrix as bf16 hi + bf16 lo, hi = bf16(w), lo = bf16(w - hi) (~16 bits; not in
+           'all'; replaces 'weights': CudaBackendOptions::weights = Weights::kSplitBf16)
+
+The CUDA backend's modes as rounding sets (--sets takes these names too):
+  mode:bf16    weights+norm+act+final+rope+v+p+attn      (GEMM outputs, norm weights, bias: fp32)
+  mode:split   weights+rope+v+p+attn+fsplit              (split activations)
+  mode:high    wsplit+rope+v+p+attn+fsplit               (split activations and split weights)
 
 Usage: python3 tests/hf/bf16_error_sources.py [--round all] [--model NAME ...] [--ablate]
   --ablate: for each point, all points except that one (what removing one rounding buys).
@@ -43,6 +50,9 @@ import numpy as np
 
 POINTS = ["weights", "normw", "norm", "qkv", "bias", "rope", "v", "p", "attn", "proj", "gu",
           "act", "final"]
+MODES = {"mode:bf16": "attn+act+final+norm+p+rope+v+weights",
+         "mode:split": "attn+p+rope+v+weights+fsplit",
+         "mode:high": "attn+p+rope+v+wsplit+fsplit"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "tiny_models")
 
@@ -102,14 +112,18 @@ def forward(w, ref, ids, rnd, fsplit=False):
     r = (lambda name, x: bf16(x) if name in rnd else x)
     H, nq, nkv, D = ref["hidden_size"], ref["num_q_heads"], ref["num_kv_heads"], ref["head_dim"]
     eps = ref["rms_norm_eps"]
-    W = lambda k: r("weights", w[k])
+    def W(k):
+        if "wsplit" in rnd:
+            hi = bf16(w[k])
+            return hi + bf16(w[k] - hi)
+        return r("weights", w[k])
     NW = lambda k: r("normw", w[k])
 
     def norm(h, weight):
         return h / np.sqrt((h * h).mean(-1, keepdims=True) + eps) * weight
 
     T = len(ids)
-    h = r("weights", w["model.embed_tokens.weight"])[ids]
+    h = W("model.embed_tokens.weight")[ids]
     inv = inv_freq(ref)
     ang = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]
     ang = ang.astype(np.float32).astype(np.float64)
@@ -252,6 +266,7 @@ def main():
         if args.ids:
             seqs += json.load(open(args.ids))
         for spec in args.sets or ["+".join(sorted(rnd))]:
+            spec = MODES.get(spec, spec)
             split = spec.endswith("+fsplit")
             chosen = set(POINTS) if spec.startswith("all") else set(spec.split("+")) - {"fsplit", "none"}
             print(json.dumps(evaluate_gguf(w, ref, seqs, chosen, split)), flush=True)

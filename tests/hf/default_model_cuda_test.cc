@@ -1,8 +1,10 @@
 // The default model's GGUF (SmolLM2-135M-Instruct, Q4_1) on the CUDA backend
 // (bf16 weights and activations, fp32 accumulation) against the CPU backend
 // (fp32) on the same loaded weights: top-1 agreement >= 99% and the logits'
-// relative L2 error per position, for both activation modes of the CUDA
-// backend (model/cuda/cuda_backend.h: bf16, and split bf16 hi + lo). Inputs:
+// relative L2 error per position, for three precision settings of the CUDA
+// backend (model/cuda/cuda_backend.h): bf16 (the default), split bf16 hi + lo
+// activations, and split activations with split (hi + lo) weights, the
+// high-precision mode, which must reach the issue's 99%. Inputs:
 // every sequence of the transformers reference (tests/hf/data/smollm2_gguf:
 // four texts, a chat prompt, four runs of random ids; 398 positions) and two
 // longer texts below (a story, and a chat answer in the model's ChatML
@@ -235,9 +237,27 @@ TEST_F(DefaultModelCudaTest, Bf16WeightRoundingAloneOnCpu) {
 TEST_F(DefaultModelCudaTest, CudaBackendAgreesWithCpuBackend) {
   BANYAN_SKIP_WITHOUT_GPU();
   const int vocab = shared_->weights->config.vocab_size;
-  for (model::Activations activations : {model::Activations::kBf16, model::Activations::kSplitBf16}) {
-    const std::string mode = activations == model::Activations::kSplitBf16 ? "split-bf16" : "bf16";
-    BANYAN_ASSERT_OK_AND_ASSIGN(auto gpu, model::CreateCudaBackend(*shared_->weights, {.activations = activations}));
+  struct Mode {
+    std::string name;
+    model::CudaBackendOptions options;
+    double bar;  // top-1 agreement with the fp32 CPU backend that must be reached
+  };
+  // The default mode's bar: measured on an H100 (bench/RESULTS.md "CUDA
+  // numerics, session 2" and "CUDA high precision"): 98.6% (bf16) and 99.2%
+  // (split activations), all flips on near-ties. Rounding the weights alone
+  // to bf16 flips 0.7% (Bf16WeightRoundingAloneOnCpu), bf16 KV cache and
+  // attention most of the rest (tests/hf/bf16_error_sources.py --gguf), so
+  // the bar there is 98%. Split weights remove the weight rounding: the
+  // issue's 99% (H100: 99.29%; the replay predicts 99.38%).
+  const std::vector<Mode> modes = {
+      {"bf16", {.activations = model::Activations::kBf16}, 0.98},
+      {"split-bf16", {.activations = model::Activations::kSplitBf16}, 0.98},
+      {"split-all",
+       {.activations = model::Activations::kSplitBf16, .weights = model::Weights::kSplitBf16}, 0.99},
+  };
+  for (const Mode& m : modes) {
+    const std::string& mode = m.name;
+    BANYAN_ASSERT_OK_AND_ASSIGN(auto gpu, model::CreateCudaBackend(*shared_->weights, m.options));
     Tally vs_f32, vs_f32_text, vs_f32_random, vs_rounded, vs_hf;
     for (size_t s = 0; s < shared_->seqs.size(); ++s) {
       const Seq& seq = shared_->seqs[s];
@@ -262,12 +282,7 @@ TEST_F(DefaultModelCudaTest, CudaBackendAgreesWithCpuBackend) {
     std::printf("%s: CUDA top-1 vs transformers (fp32, same GGUF): %d/%d = %.4f\n", mode.c_str(), vs_hf.agree,
                 vs_hf.positions, vs_hf.agreement());
     EXPECT_GE(vs_f32.positions, 1000);
-    // The issue's target is 99% against the fp32 CPU backend. Measured on an
-    // H100 (bench/RESULTS.md "model (CUDA)"): 98.5% (bf16) and 98.7% (split),
-    // all flips on near-ties. Rounding the weights alone to bf16 flips 0.7%
-    // (Bf16WeightRoundingAloneOnCpu), bf16 KV cache and attention most of the
-    // rest (tests/hf/bf16_error_sources.py --gguf), so the bar here is 98%.
-    EXPECT_GE(vs_f32.agreement(), 0.98) << mode;
+    EXPECT_GE(vs_f32.agreement(), m.bar) << mode;
     EXPECT_GE(vs_rounded.agreement(), 0.98) << mode;
     EXPECT_GE(vs_hf.agreement(), 0.97) << mode;
     EXPECT_LT(vs_f32.rel_err[vs_f32.rel_err.size() / 2], 2e-2) << mode;
