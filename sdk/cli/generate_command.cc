@@ -59,6 +59,7 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   EngineOptions options;
   options.model_path = req.model_path;
   options.device = req.device;
+  options.precision = req.precision;
   options.page_size = req.page_size;
   options.threads = req.threads;
   options.max_batch = std::max(req.n, 1);
@@ -151,7 +152,7 @@ absl::Status RunGenerate(const std::vector<std::string>& argv) {
   BANYAN_ASSIGN_OR_RETURN(
       Args args, Args::Parse(argv,
                              {"model", "prompt", "n", "max-tokens", "temperature", "top-p", "top-k", "min-p",
-                              "repetition-penalty", "seed", "stop", "device", "threads"},
+                              "repetition-penalty", "seed", "stop", "device", "threads", "precision"},
                              {"json", "raw", "quiet"}));
   if (!args.Has("prompt")) return absl::InvalidArgumentError("--prompt TEXT is required");
   GenerateRequest req;
@@ -160,6 +161,12 @@ absl::Status RunGenerate(const std::vector<std::string>& argv) {
   req.raw = args.GetBool("raw");
   req.progress = !args.GetBool("quiet");
   req.device = args.GetString("device", "cpu");
+  const std::string precision = args.GetString("precision", "fast");
+  if (precision == "high") {
+    req.precision = EngineOptions::Precision::kHigh;
+  } else if (precision != "fast") {
+    return absl::InvalidArgumentError(absl::StrCat("--precision must be fast or high, got \"", precision, "\""));
+  }
   BANYAN_ASSIGN_OR_RETURN(const int64_t n, args.GetInt("n", 1));
   BANYAN_ASSIGN_OR_RETURN(const int64_t max_tokens, args.GetInt("max-tokens", 64));
   BANYAN_ASSIGN_OR_RETURN(const int64_t top_k, args.GetInt("top-k", 0));

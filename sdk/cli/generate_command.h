@@ -6,13 +6,15 @@
 //   banyan generate --model PATH --prompt TEXT [--n N] [--max-tokens M]
 //       [--temperature T] [--top-p P] [--top-k K] [--min-p P]
 //       [--repetition-penalty R] [--seed S] [--stop TEXT] [--device auto|cpu|cuda|cuda:N]
-//       [--threads T] [--raw] [--json] [--quiet]
+//       [--threads T] [--precision fast|high] [--raw] [--json] [--quiet]
 //
 // Without --model the default model (model/default_model.h) is used. With a
 // chat template (model/chat) the prompt becomes one user turn with the
 // generation prompt, unless --raw. A branch stops at the model's EOS or
 // end-of-turn token, at --stop text (cut before it), or after --max-tokens.
-// Progress goes to stderr (load, prefill, decode every second) unless --quiet.
+// --precision high: the CUDA backend's hi + lo bf16 arithmetic
+// (EngineOptions::Precision). Progress goes to stderr (load, prefill, decode
+// every second) unless --quiet.
 // Errors: kInvalidArgument for bad flags; the loaders' codes for the model;
 // kUnavailable for --device cuda in a build or on a machine without CUDA.
 #ifndef BANYAN_SDK_CLI_GENERATE_COMMAND_H_
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "banyan/engine.h"
 #include "model/sampling/sampler.h"
 
 namespace banyan::cli {
@@ -37,6 +40,7 @@ struct GenerateRequest {
   uint64_t seed = 0;
   std::vector<std::string> stop_strings;
   std::string device = "cpu";
+  EngineOptions::Precision precision = EngineOptions::Precision::kFast;
   int threads = 0;  // <= 0: hardware concurrency
   int32_t page_size = 16;
   // Progress on stderr: model load, prefill, and every second of decoding

@@ -72,6 +72,8 @@ TEST_F(GenerateTest, BadFlags) {
   EXPECT_THAT(RunGenerate({"--prompt", "hi", "--temperature", "-1"}), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(RunGenerate({"--n", "2"}), StatusIs(absl::StatusCode::kInvalidArgument));  // no prompt
   EXPECT_THAT(RunGenerate({"--prompt", "hi", "--bogus", "1"}), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(RunGenerate({"--prompt", "hi", "--precision", "medium"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("--precision")));
   EXPECT_THAT(RunGenerate({"--prompt", "hi", "--model", "/nonexistent/model.gguf"}),
               StatusIs(absl::StatusCode::kNotFound));
   if (!gpu::HasGpu()) {

@@ -90,6 +90,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
 #if BANYAN_ENGINE_CUDA
     model::CudaBackendOptions cuda;
     cuda.device = device;
+    if (options.precision == EngineOptions::Precision::kHigh) {
+      cuda.activations = model::Activations::kSplitBf16;
+      cuda.weights = model::Weights::kSplitBf16;
+    }
     BANYAN_ASSIGN_OR_RETURN(parts.backend, model::CreateCudaBackend(weights, cuda));
     parts.kv_dtype = DType::kBf16;
     BANYAN_ASSIGN_OR_RETURN(std::vector<gpu::GpuInfo> gpus, gpu::ListGpus());

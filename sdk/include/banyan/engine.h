@@ -108,6 +108,16 @@ struct EngineOptions {
   //                 model's
   enum class AttentionMode { kTree, kPerSequence, kNone };
   AttentionMode attention_mode = AttentionMode::kTree;
+
+  // Arithmetic of the CUDA backend (the CPU backend is fp32 either way):
+  //   kFast  bf16 weights and GEMM inputs, fp32 accumulation (the default)
+  //   kHigh  weights and GEMM inputs each carried as a bf16 hi + lo pair
+  //          (~16 significant bits): closer to fp32 (the default model's
+  //          top-1 agreement with the CPU 99.3% instead of 98.6%) for twice
+  //          the weight memory and ~1.4-1.7x the decode step
+  //          (model/cuda/cuda_backend.h, bench/RESULTS.md "CUDA high precision")
+  enum class Precision { kFast, kHigh };
+  Precision precision = Precision::kFast;
 };
 
 // Text or token ids; text is tokenized with the model's tokenizer (no BOS is
