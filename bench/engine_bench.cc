@@ -23,9 +23,11 @@
 // (branches x 32000 fp32); greedy_ms = SampleGreedy over those rows on the
 // engine's sampling threads (min(cores, 16)); greedy_ref_ms = the same with the
 // plain double reference sampler (the Sampler before this session: two double
-// exp passes per greedy row; the engine's former shared-row loop made one); gpu_greedy_ms = LaunchGreedyRows on the device logits plus the copy
-// of 12 bytes per row back (what a step would cost with greedy on the GPU;
-// gpu_greedy_mismatch counts rows whose token differs from SampleGreedy's);
+// exp passes per greedy row; the engine's former shared-row loop made one);
+// gpu_greedy_ms = LaunchGreedyRows on the device logits plus the copy of 12
+// bytes per row back (what the engine's greedy steps now pay, through
+// Backend::ForwardGreedy; gpu_greedy_mismatch counts rows whose token differs
+// from SampleGreedy's);
 // attention = step_ms(mode 0 or 1) - step_ms(mode 2).
 // The HF transformers baseline on the same model runs from
 // bench/hf_generate_baseline.py in the same device session.
