@@ -13,8 +13,8 @@
 //   BM_Decode/0/1024/{1K..16K}/0    the prefix sweep at 1,024 branches.
 //
 // Counters: decode_tok_s = generated tokens / seconds inside decode forward
-// passes (EngineStats::decode_seconds; the forward pass includes the copy of
-// the logits to the host); wall_tok_s = generated tokens / wall time of the
+// passes (EngineStats::decode_seconds; a pass includes the copy of its
+// results to the host: 12 bytes per row for greedy steps, else the logits); wall_tok_s = generated tokens / wall time of the
 // GenerateMany call (adds sampling, plan building and host work); step_ms =
 // mean decode forward pass; host_ms = wall per step - step_ms (the engine's
 // host work between forward passes); kv_share = KV tokens attended / KV
