@@ -6,7 +6,8 @@
 # checks run; nothing is timed until it is done. Runs on the GPU machine from the repo root:
 #   run(carry=["BUNDLE", ".whl"], command="bash bench/peers/side_by_side.sh BUNDLE")
 # BUNDLE holds bin/attention_gpu_test, bin/attention_bench, lib/libbenchmark.so.1debian, commit.txt.
-# Outputs (and full logs) go to $OUT: bench.json, peers.jsonl, the logs; the table:
+# Outputs go to $OUT (at most 8 files come back): bench.json, bench_onelaunch.json, peers.jsonl, table.md,
+# logs.tgz (every log); the table:
 #   python3 bench/peers/attention_table.py $OUT/bench.json $OUT/peers.jsonl
 set -o pipefail
 BUNDLE=${1:?bundle dir}
@@ -56,3 +57,5 @@ for s in "tree/h8/1 L64 P2048 S64" "narrow/h8/1 L64 P2048 S64" "tree/h32/8 L64 P
   timeout 60 "$NCU" --clock-control none --metrics gpu__time_duration.sum -k 'regex:Persistent|Merge' -c 6 \
     "$B/attention_bench" --benchmark_filter="attn/$s" 2>&1 | grep -E "Persistent|Merge|gpu__time_duration" | tail -6
 done > "$OUT/ncu.log" 2>&1; echo "ncu $(( $(date +%s) - t0 ))s"; cat "$OUT/ncu.log"
+# The device tool returns at most 8 files: the logs travel as one archive.
+(cd "$OUT" && tar czf logs.tgz *.log && rm -f *.log); ls "$OUT"
