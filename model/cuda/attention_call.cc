@@ -9,7 +9,8 @@
 namespace banyan::model::cuda {
 
 absl::Status AttentionRunner::Prepare(const attention::AttentionPlan& plan, const ModelConfig& config,
-                                      const KvCache& kv, const void* q, void* out, cudaStream_t stream) {
+                                      const KvCache& kv, const void* q, void* out, cudaStream_t stream,
+                                      attention::PlanCheck check) {
   args_ = attention::AttentionArgs();
   args_.plan = &plan;
   args_.layout = kv.layout;
@@ -22,11 +23,11 @@ absl::Status AttentionRunner::Prepare(const attention::AttentionPlan& plan, cons
   args_.layer = 0;
   args_.q = q;
   args_.out = out;
-  if (path_ == AttentionPath::kHost) return attention::ValidateAttentionArgs(args_);
+  if (path_ == AttentionPath::kHost) return attention::ValidateAttentionArgs(args_, check);
   if (device_ == nullptr) {
     BANYAN_ASSIGN_OR_RETURN(device_, attention::TreeAttention::Create());
   }
-  return device_->Prepare(args_, attention::PathChoice::kAuto, stream);
+  return device_->Prepare(args_, attention::PathChoice::kAuto, stream, check);
 }
 
 absl::Status AttentionRunner::Run(int32_t layer, cudaStream_t stream) {

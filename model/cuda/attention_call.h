@@ -39,9 +39,12 @@ class AttentionRunner {
   explicit AttentionRunner(AttentionPath path = AttentionPath::kDevice) : path_(path) {}
 
   // REQUIRES: plan and kv.data stay valid until the last Run of this pass
-  // has completed on `stream`.
+  // has completed on `stream`. `check`: attention::PlanCheck; kPlanValidated
+  // only when ValidateForwardBatch (model/forward.h) has accepted this plan
+  // against this pool, so a step validates its plan once.
   [[nodiscard]] absl::Status Prepare(const attention::AttentionPlan& plan, const ModelConfig& config,
-                                     const KvCache& kv, const void* q, void* out, cudaStream_t stream);
+                                     const KvCache& kv, const void* q, void* out, cudaStream_t stream,
+                                     attention::PlanCheck check = attention::PlanCheck::kFull);
   // out[rows][nq][head_dim] = attention of q[rows][nq][head_dim] (bf16,
   // device; the pointers given to Prepare) over layer `layer` of the pool,
   // as the plan says.

@@ -241,7 +241,9 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
   const int32_t* d_logit_rows = d_tokens + 4 * cap;
   int32_t* d_bad_row = staging_device_.As<int32_t>() + 5 * cap;
 
-  BANYAN_RETURN_IF_ERROR(attention_.Prepare(*batch.plan, c, kv, q_.data(), attn_.data(), stream));
+  // The caller (Forward / ForwardGreedy) ran ValidateForwardBatch on this plan.
+  BANYAN_RETURN_IF_ERROR(
+      attention_.Prepare(*batch.plan, c, kv, q_.data(), attn_.data(), stream, attention::PlanCheck::kPlanValidated));
 
   const int rows = static_cast<int>(n);
   const bool split = split_ == 2;
