@@ -4,6 +4,9 @@
 //            KV tiles), default kernel variant, split-K chunks of at least
 //            kMinChunk tokens, the merge as a programmatic dependent launch;
 //   narrow   the defaults with KernelVariant::kNarrow forced (the mma.sync tile);
+//   wgmma    the defaults with KernelVariant::kWgmma forced on every batched
+//            item (sm_90a; kAuto uses it only for plans averaging >= 3 KV
+//            tiles per item; skipped where the sm_90a image is not loaded);
 //   c64/c256 the same with chunks of at least 64 / 256 tokens;
 //   plain    the defaults with the merge as a plain second launch;
 //   nochain  the defaults with every batched item filling and draining its
@@ -49,7 +52,7 @@ struct Shape {
 };
 
 struct Row {
-  double tree = 0, narrow = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
+  double tree = 0, narrow = 0, wgmma = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
 };
 // One column of the table: a path and the runner's settings.
 struct Variant {
@@ -57,7 +60,7 @@ struct Variant {
   int32_t min_chunk;  // 0: TreeAttention's default
   bool overlap_merge;
   bool chain_items;
-  bool force_narrow;  // KernelVariant::kNarrow instead of the runner's default
+  KernelVariant variant;  // kAuto: the runner's default
   bool grid_merge;    // one cooperative launch, merged after a grid barrier
   double Row::*cell;
   const char* tag;
@@ -119,7 +122,11 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (v.min_chunk > 0) (*runner)->set_min_chunk(v.min_chunk);
   (*runner)->set_overlap_merge(v.overlap_merge);
   (*runner)->set_chain_items(v.chain_items);
-  if (v.force_narrow) (*runner)->set_variant(KernelVariant::kNarrow);
+  if (v.variant == KernelVariant::kWgmma && !(*runner)->wgmma_available()) {
+    state.SkipWithError("no sm_90a image");
+    return;
+  }
+  (*runner)->set_variant(v.variant);
   (*runner)->set_grid_merge(v.grid_merge);
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
@@ -186,14 +193,14 @@ std::vector<Shape> Shapes() {
 
 void PrintTable() {
   // Ratios against the default (tree) column.
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
-              "narrow", "c64", "c256", "plain", "nochain", "1launch", "perseq", "flat", "floor", "x_floor", "ps/tree",
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
+              "narrow", "wgmma", "c64", "c256", "plain", "nochain", "1launch", "perseq", "flat", "floor", "x_floor", "ps/tree",
               "fl/tree");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
     if (r.tree <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n",
-                name.c_str(), r.tree, r.narrow, r.c64, r.c256, r.plain, r.nochain, r.one, r.perseq, r.flat, r.floor,
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n",
+                name.c_str(), r.tree, r.narrow, r.wgmma, r.c64, r.c256, r.plain, r.nochain, r.one, r.perseq, r.flat, r.floor,
                 r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
   }
 }
@@ -205,15 +212,17 @@ int main(int argc, char** argv) {
   using namespace banyan::attention;
   for (const Shape& shape : Shapes()) {
     Order().push_back(shape.name);
-    for (const Variant& v : {Variant{PathChoice::kAuto, 0, true, true, false, false, &Row::tree, "tree"},
-                             Variant{PathChoice::kAuto, 0, true, true, true, false, &Row::narrow, "narrow"},
-                             Variant{PathChoice::kAuto, 64, true, true, false, false, &Row::c64, "c64"},
-                             Variant{PathChoice::kAuto, 256, true, true, false, false, &Row::c256, "c256"},
-                             Variant{PathChoice::kAuto, 0, false, true, false, false, &Row::plain, "plain"},
-                             Variant{PathChoice::kAuto, 0, true, false, false, false, &Row::nochain, "nochain"},
-                             Variant{PathChoice::kAuto, 0, true, true, false, true, &Row::one, "onelaunch"},
-                             Variant{PathChoice::kPerSequence, 0, true, true, false, false, &Row::perseq, "perseq"},
-                             Variant{PathChoice::kFlattened, 0, true, true, false, false, &Row::flat, "flat"}}) {
+    constexpr auto kAutoTile = KernelVariant::kAuto;
+    for (const Variant& v : {Variant{PathChoice::kAuto, 0, true, true, kAutoTile, false, &Row::tree, "tree"},
+                             Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kNarrow, false, &Row::narrow, "narrow"},
+                             Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kWgmma, false, &Row::wgmma, "wgmma"},
+                             Variant{PathChoice::kAuto, 64, true, true, kAutoTile, false, &Row::c64, "c64"},
+                             Variant{PathChoice::kAuto, 256, true, true, kAutoTile, false, &Row::c256, "c256"},
+                             Variant{PathChoice::kAuto, 0, false, true, kAutoTile, false, &Row::plain, "plain"},
+                             Variant{PathChoice::kAuto, 0, true, false, kAutoTile, false, &Row::nochain, "nochain"},
+                             Variant{PathChoice::kAuto, 0, true, true, kAutoTile, true, &Row::one, "onelaunch"},
+                             Variant{PathChoice::kPerSequence, 0, true, true, kAutoTile, false, &Row::perseq, "perseq"},
+                             Variant{PathChoice::kFlattened, 0, true, true, kAutoTile, false, &Row::flat, "flat"}}) {
       benchmark::RegisterBenchmark(absl::StrCat("attn/", v.tag, "/", shape.name).c_str(),
                                    [shape, v](benchmark::State& st) { RunShape(st, shape, v); })
           ->UseManualTime()
