@@ -39,9 +39,8 @@ uint64_t GetLe(std::string_view in, int bytes) {
   return v;
 }
 
-absl::Status ErrnoStatus(int error, const std::string& what) {
-  return absl::ErrnoToStatus(error, absl::StrCat(what, ": ", std::strerror(error)));
-}
+// absl::ErrnoToStatus appends strerror(error) itself.
+absl::Status ErrnoStatus(int error, const std::string& what) { return absl::ErrnoToStatus(error, what); }
 
 std::string Folder(const std::string& path) {
   const size_t slash = path.rfind('/');
