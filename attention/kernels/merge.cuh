@@ -115,13 +115,15 @@ __device__ __forceinline__ void MergeRowHead(const TreeParams& p, int32_t row, i
   MergeSlots<D>(p, row, head, p.row_slot_indptr[row], p.row_slot_indptr[row + 1], lane);
 }
 
-template <int D>
-__global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p) {
-  static_assert(D == 64 || D == 128, "the merge's vector loads cover D / 32 = 2 or 4 floats per lane");
+// The warps of the whole grid stride over (row, head) pairs, kThreadsN
+// threads per CTA. The first pair's slot range (plan data only) is read
+// before `wait()`, which orders the partials' reads after their writes (the
+// PDL dependency wait, or a grid-wide barrier).
+template <int D, int kThreadsN, typename Wait>
+__device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wait) {
   const int lane = threadIdx.x % 32;
-  const int64_t warps = int64_t{gridDim.x} * (kMergeThreads / 32);
-  int64_t idx = int64_t{blockIdx.x} * (kMergeThreads / 32) + threadIdx.x / 32;
-  // Prologue (overlaps the item kernel under PDL): plan data only.
+  const int64_t warps = int64_t{gridDim.x} * (kThreadsN / 32);
+  int64_t idx = int64_t{blockIdx.x} * (kThreadsN / 32) + threadIdx.x / 32;
   const int64_t total = int64_t{*p.num_queries} * p.num_q_heads;
   int32_t row = static_cast<int32_t>(idx / p.num_q_heads);
   int32_t begin = 0, end = 0;
@@ -129,7 +131,7 @@ __global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p)
     begin = p.row_slot_indptr[row];
     end = p.row_slot_indptr[row + 1];
   }
-  GridDependencyWait();
+  wait();
   while (idx < total) {
     MergeSlots<D>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane);
     idx += warps;
@@ -138,6 +140,13 @@ __global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p)
     begin = p.row_slot_indptr[row];
     end = p.row_slot_indptr[row + 1];
   }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p) {
+  static_assert(D == 64 || D == 128, "the merge's vector loads cover D / 32 = 2 or 4 floats per lane");
+  // The prologue overlaps the item kernel under PDL.
+  MergeRowsGridStride<D, kMergeThreads>(p, [] { GridDependencyWait(); });
 }
 
 // A grid-wide barrier for a cooperative launch (every CTA resident): the
@@ -168,25 +177,7 @@ __device__ __forceinline__ void GridBarrier(int32_t* bar) {
 // first pair's slot range is read before the barrier. kThreadsN: threads per CTA.
 template <int D, int kThreadsN>
 __device__ __forceinline__ void BarrierThenMergeAllRows(const TreeParams& p) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = int64_t{gridDim.x} * (kThreadsN / 32);
-  int64_t idx = int64_t{blockIdx.x} * (kThreadsN / 32) + threadIdx.x / 32;
-  const int64_t total = int64_t{*p.num_queries} * p.num_q_heads;
-  int32_t row = static_cast<int32_t>(idx / p.num_q_heads);
-  int32_t begin = 0, end = 0;
-  if (idx < total) {
-    begin = p.row_slot_indptr[row];
-    end = p.row_slot_indptr[row + 1];
-  }
-  GridBarrier(p.grid_barrier);
-  while (idx < total) {
-    MergeSlots<D>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane);
-    idx += warps;
-    if (idx >= total) break;
-    row = static_cast<int32_t>(idx / p.num_q_heads);
-    begin = p.row_slot_indptr[row];
-    end = p.row_slot_indptr[row + 1];
-  }
+  MergeRowsGridStride<D, kThreadsN>(p, [&p] { GridBarrier(p.grid_barrier); });
 }
 
 // The merge fused into the persistent kernel (one launch): after an item has

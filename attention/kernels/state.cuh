@@ -42,6 +42,31 @@ __device__ __forceinline__ float MergedLse2(float max_lse2, float weight_sum) {
   return weight_sum > 0.0f ? SafeMax(max_lse2) + log2f(weight_sum) : -CUDART_INF_F;
 }
 
+// The end of a batched item (tree.cuh, tree_wgmma.cuh), for the two packed
+// rows a thread holds in the m16n8 accumulator layout: row sums over the 4
+// threads of a row, then each valid row's partial (o / l, lse2) into its
+// (entry, chunk) slot. o(i, k): the accumulator element of n-tile i (8
+// columns), k = 2 * r + column parity. REQUIRES: every lane of the warp calls.
+template <int D, typename Params, typename Item, typename Acc>
+__device__ __forceinline__ void StoreRowPartials(const Params& p, const Item& it, const int32_t (&entry)[2],
+                                                 const int32_t (&head)[2], const bool (&valid)[2],
+                                                 const float (&m)[2], float (&l)[2], int tq, Acc o) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    if (!valid[r]) continue;
+    const int64_t slot = int64_t{p.entry_partial_base[entry[r]]} + it.chunk;
+    const float inv = FinalScale(l[r]);
+    float* dst = p.partial_o + (slot * p.num_q_heads + head[r]) * D;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      *reinterpret_cast<float2*>(dst + i * 8 + tq * 2) = make_float2(o(i, r * 2) * inv, o(i, r * 2 + 1) * inv);
+    }
+    if (tq == 0) p.partial_lse[slot * p.num_q_heads + head[r]] = FinalLse2(m[r], l[r]);
+  }
+}
+
 }  // namespace banyan::attention::kernels
 
 #endif  // BANYAN_ATTENTION_KERNELS_STATE_CUH_

@@ -330,22 +330,8 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
   // target shared memory when the item ends.
   if (next_pre == 0) CpAsyncWait<0>();
 
-  // Finish: row sums over the 4 threads of a row, then the partial states.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    if (!valid[r]) continue;
-    const int64_t slot = int64_t{p.entry_partial_base[entry[r]]} + it.chunk;
-    const float inv = FinalScale(l[r]);
-    float* dst = p.partial_o + (slot * p.num_q_heads + head[r]) * D;
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      *reinterpret_cast<float2*>(dst + i * 8 + tq * 2) =
-          make_float2(o[i * 4 + r * 2] * inv, o[i * 4 + r * 2 + 1] * inv);
-    }
-    if (tq == 0) p.partial_lse[slot * p.num_q_heads + head[r]] = FinalLse2(m[r], l[r]);
-  }
+  // Finish: row sums, then the partial states (state.cuh).
+  StoreRowPartials<D>(p, it, entry, head, valid, m, l, tq, [&](int i, int k) { return o[i * 4 + k]; });
 #else
   (void)p;
   (void)it;
