@@ -15,7 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "attention/kernels/merge.cuh"
 #include "attention/kernels/persistent.cuh"
+#include "attention/kernels/tree_tma.cuh"
 #include "attention/kernels/tree_wgmma.cuh"
+#include "attention/kv_tensor_map.h"
 #include "banyan/status_macros.h"
 #include "sdk/gpu/cuda_status.h"
 
@@ -65,6 +67,18 @@ absl::StatusOr<int> ConfigureWgmmaKernel() {
   int blocks = 0;
   BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       &blocks, kernels::PersistentWgmmaKernel<T, D>, kernels::kThreads, kSmem));
+  return std::max(1, blocks);
+}
+
+// The same for PersistentTmaKernel (16-bit KV only).
+template <typename T, int D>
+absl::StatusOr<int> ConfigureTmaKernel() {
+  constexpr int kSmem = kernels::kTmaSmemBytes<T, D>;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentTmaKernel<T, D>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  int blocks = 0;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, kernels::PersistentTmaKernel<T, D>, kernels::kTmaThreads, kSmem));
   return std::max(1, blocks);
 }
 
@@ -178,9 +192,14 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
   int ctas_per_sm = 1;
   variant_ = next_variant_;
-  if (variant_ == KernelVariant::kWgmma && !wgmma_available_) {
+  if ((variant_ == KernelVariant::kWgmma || variant_ == KernelVariant::kTma) && !wgmma_available_) {
     return absl::FailedPreconditionError(
-        "attention: the wgmma variant needs an sm_90a kernel image on a compute capability 9.0 device");
+        "attention: the wgmma and tma variants need an sm_90a kernel image on a compute capability 9.0 device");
+  }
+  if (variant_ == KernelVariant::kTma &&
+      (!KvTensorMapSupported(args.layout, args.kv_dtype) || args.q_dtype != args.kv_dtype || grid_merge_ ||
+       reinterpret_cast<uintptr_t>(args.q) % 16 != 0 || path == PathChoice::kFlattened)) {
+    variant_ = KernelVariant::kWgmma;  // the TMA kernel cannot read this layout or q dtype
   }
   const bool auto_variant = variant_ == KernelVariant::kAuto;
   if (auto_variant) variant_ = wgmma_available_ ? KernelVariant::kWgmma : KernelVariant::kNarrow;
@@ -193,6 +212,10 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
       if constexpr (sizeof(T) == 2) {
         if (variant_ == KernelVariant::kWgmma) {
           BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureWgmmaKernel<T, D>()));
+          return absl::OkStatus();
+        }
+        if (variant_ == KernelVariant::kTma) {
+          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureTmaKernel<T, D>()));
           return absl::OkStatus();
         }
       }
@@ -210,6 +233,12 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     return absl::OkStatus();
   };
   BANYAN_RETURN_IF_ERROR(configure_and_plan());
+  if (variant_ == KernelVariant::kTma &&
+      std::any_of(work_.items.begin(), work_.items.end(),
+                  [](const WorkItem& it) { return it.kind != static_cast<int32_t>(ItemKind::kBatched); })) {
+    variant_ = KernelVariant::kWgmma;  // the TMA kernel runs batched items only
+    BANYAN_RETURN_IF_ERROR(configure_and_plan());
+  }
   if (auto_variant && variant_ == KernelVariant::kWgmma && MeanBatchedTiles(work_) < kWgmmaMinMeanTiles) {
     variant_ = KernelVariant::kNarrow;  // short items: the mma.sync tile measured faster
     BANYAN_RETURN_IF_ERROR(configure_and_plan());
@@ -261,7 +290,15 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.row_slot_indptr = blob + offsets_[kRowSlotIndptr];
   p.num_queries = blob + offsets_[kNumQueries];
   p.query_items = blob + offsets_[kQueryItems];
-  const bool fused = !grid_merge_ && fused_merge_ && work_.fused_merge;
+  const bool tma = variant_ == KernelVariant::kTma;
+  const bool fused = !tma && !grid_merge_ && fused_merge_ && work_.fused_merge;
+  KvTensorMap kv_map;
+  if (tma) {
+    if (reinterpret_cast<uintptr_t>(args.q) % 16 != 0) {
+      return absl::InvalidArgumentError("attention: the tma variant needs 16-byte aligned q rows");
+    }
+    BANYAN_RETURN_IF_ERROR(EncodeKvTensorMap(args.kv_pool, args.layout, args.kv_dtype, &kv_map));
+  }
   p.query_done = fused ? query_done_.As<int32_t>() : nullptr;
   p.grid_barrier = grid_merge_ ? query_done_.As<int32_t>() + (query_done_.size() / sizeof(int32_t) - kBarrierInts)
                                : nullptr;
@@ -297,7 +334,16 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     cooperative[0].val.cooperative = 1;
     items.attrs = cooperative;
     items.numAttrs = grid_merge_ ? 1 : 0;
-    if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
+    if (tma) {  // 16-bit KV only (Prepare)
+      if constexpr (sizeof(T) == 2) {
+        items.blockDim = dim3(kernels::kTmaThreads);
+        items.dynamicSmemBytes = kernels::kTmaSmemBytes<T, D>;
+        CUtensorMap map;
+        std::memcpy(&map, kv_map.bytes, sizeof(map));
+        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentTmaKernel<T, D>, p, map,
+                                                       KvTensorMapBoxRows(args.layout)));
+      }
+    } else if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {
         items.dynamicSmemBytes = kernels::kWgmmaSmemBytes<T, D>;
         BANYAN_CUDA_RETURN_IF_ERROR(

@@ -53,7 +53,13 @@ namespace banyan::attention {
 // TreeAttention::kWgmmaMinMeanTiles KV tiles per item on average: there the
 // kNarrow tile measured faster), and kNarrow elsewhere; variant() reports the
 // resolved choice (fp32 KV, which has no batched items, resolves to kNarrow).
-enum class KernelVariant { kNarrow, kWgmma, kAuto };
+// kTma (kernels/tree_tma.cuh): the kWgmma tile math in a warp-specialized
+// kernel: a producer warp loads K/V with TMA (kv_tensor_map.h) and the q rows
+// with bulk copies ahead of two consumer warpgroups (sm_90a, like kWgmma).
+// It needs 16-bit q of the KV dtype and a page size that is a power of two
+// >= 8 (KvTensorMapSupported); elsewhere a kTma request resolves to kWgmma,
+// and it never fuses the merge or runs the grid merge.
+enum class KernelVariant { kNarrow, kWgmma, kTma, kAuto };
 
 class TreeAttention {
  public:
@@ -77,7 +83,7 @@ class TreeAttention {
   [[nodiscard]] absl::Status Attend(const AttentionArgs& args, PathChoice path, cudaStream_t stream);
 
   // Takes effect at the next Prepare. Default kAuto. Prepare fails with
-  // kFailedPrecondition for kWgmma where wgmma_available() is false.
+  // kFailedPrecondition for kWgmma and kTma where wgmma_available() is false.
   void set_variant(KernelVariant variant) { next_variant_ = variant; }
   // The variant the last Prepare resolved (never kAuto).
   KernelVariant variant() const { return variant_; }

@@ -1,4 +1,5 @@
-// GPU tests of the wgmma batched item (KernelVariant::kWgmma, sm_90a):
+// GPU tests of the wgmma batched item (KernelVariant::kWgmma and the
+// warp-specialized KernelVariant::kTma, sm_90a):
 // random trees against the double CPU reference, outputs poisoned (NaN)
 // before each run; every batched item on wgmma (narrow rows 0, the default)
 // and items of <= 16 rows on the mma.sync tile of the same launch (narrow
@@ -7,6 +8,7 @@
 // on a GPU without the sm_90a image the variant must be refused.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -63,19 +65,24 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
     BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer lse, gpu::DeviceBuffer::Allocate(nl * 4));
     BANYAN_ASSERT_OK(kv.CopyFromHost(p.kv.data(), p.kv.size()));
     BANYAN_ASSERT_OK(q.CopyFromHost(p.q.data(), p.q.size()));
-    // narrow_rows 0: all on wgmma; 16: small items on mma.sync; -1: the forced kNarrow kernel.
-    for (int32_t narrow_rows : {0, 16, -1}) {
+    // narrow_rows 0: all on wgmma; 16: small items on mma.sync; -1: the forced kNarrow kernel;
+    // -2: the warp-specialized TMA kernel (kTma; kWgmma where it cannot read the problem).
+    const bool tma_reads = c.q_dtype == c.kv_dtype && c.page_size >= 8 && (c.page_size & (c.page_size - 1)) == 0;
+    for (int32_t narrow_rows : {0, 16, -1, -2}) {
       BANYAN_ASSERT_OK(out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, out.data(), c.out_dtype, lse.As<float>());
       args.kv_pool = kv.data();
       args.q = q.data();
-      runner->set_variant(narrow_rows < 0 ? KernelVariant::kNarrow : KernelVariant::kWgmma);
-      runner->set_wgmma_narrow_rows(narrow_rows);
+      const KernelVariant want_variant = narrow_rows == -1   ? KernelVariant::kNarrow
+                                         : narrow_rows == -2 ? (tma_reads ? KernelVariant::kTma : KernelVariant::kWgmma)
+                                                             : KernelVariant::kWgmma;
+      runner->set_variant(narrow_rows == -2 ? KernelVariant::kTma : want_variant);
+      runner->set_wgmma_narrow_rows(std::max(narrow_rows, 0));
       runner->set_fused_merge(narrow_rows == 0);  // both merge paths
       runner->set_chain_items(narrow_rows != 16);  // chained and unchained wgmma items
       BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
-      EXPECT_EQ(runner->variant(), narrow_rows < 0 ? KernelVariant::kNarrow : KernelVariant::kWgmma);
+      EXPECT_EQ(runner->variant(), want_variant);
       BANYAN_ASSERT_OK(stream.Synchronize());
       std::vector<uint8_t> got(n * DTypeSize(c.out_dtype));
       std::vector<float> got_lse(nl);
@@ -86,7 +93,8 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
           RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
       int batched = 0;
       for (const WorkItem& it : runner->work_plan().items) {
-        batched += narrow_rows >= 0 && it.kind == static_cast<int32_t>(ItemKind::kBatched) && it.row_count > narrow_rows;
+        batched += narrow_rows != -1 && it.kind == static_cast<int32_t>(ItemKind::kBatched) &&
+                   it.row_count > std::max(narrow_rows, 0);
       }
       std::printf("[ case ] wgmma narrow_rows %d rows %d entries %d items %zu (wgmma %d) rel_err %.3g lse_rel_err %.3g\n",
                   narrow_rows, tree.plan.num_queries, tree.plan.num_entries(), runner->work_plan().items.size(),
@@ -179,6 +187,14 @@ TEST(TreeWgmmaGpuApiTest, VariantResolution) {
     if (runner->wgmma_available()) {
       BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
       EXPECT_EQ(runner->variant(), wgmma ? KernelVariant::kWgmma : KernelVariant::kNarrow);
+    } else {
+      EXPECT_THAT(runner->Prepare(args, PathChoice::kAuto, stream.get()),
+                  StatusIs(absl::StatusCode::kFailedPrecondition));
+    }
+    runner->set_variant(KernelVariant::kTma);  // 16-bit q of the KV dtype, page size 16: readable by TMA
+    if (runner->wgmma_available()) {
+      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+      EXPECT_EQ(runner->variant(), wgmma ? KernelVariant::kTma : KernelVariant::kNarrow);
     } else {
       EXPECT_THAT(runner->Prepare(args, PathChoice::kAuto, stream.get()),
                   StatusIs(absl::StatusCode::kFailedPrecondition));

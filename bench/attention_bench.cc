@@ -52,7 +52,7 @@ struct Shape {
 };
 
 struct Row {
-  double tree = 0, narrow = 0, wgmma = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
+  double tree = 0, narrow = 0, wgmma = 0, tma = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
 };
 // One column of the table: a path and the runner's settings.
 struct Variant {
@@ -193,14 +193,14 @@ std::vector<Shape> Shapes() {
 
 void PrintTable() {
   // Ratios against the default (tree) column.
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
-              "narrow", "wgmma", "c64", "c256", "plain", "nochain", "1launch", "perseq", "flat", "floor", "x_floor", "ps/tree",
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
+              "narrow", "wgmma", "tma", "c64", "c256", "plain", "nochain", "1launch", "perseq", "flat", "floor", "x_floor", "ps/tree",
               "fl/tree");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
     if (r.tree <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n",
-                name.c_str(), r.tree, r.narrow, r.wgmma, r.c64, r.c256, r.plain, r.nochain, r.one, r.perseq, r.flat, r.floor,
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n",
+                name.c_str(), r.tree, r.narrow, r.wgmma, r.tma, r.c64, r.c256, r.plain, r.nochain, r.one, r.perseq, r.flat, r.floor,
                 r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
   }
 }
@@ -216,6 +216,7 @@ int main(int argc, char** argv) {
     for (const Variant& v : {Variant{PathChoice::kAuto, 0, true, true, kAutoTile, false, &Row::tree, "tree"},
                              Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kNarrow, false, &Row::narrow, "narrow"},
                              Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kWgmma, false, &Row::wgmma, "wgmma"},
+                             Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kTma, false, &Row::tma, "tma"},
                              Variant{PathChoice::kAuto, 64, true, true, kAutoTile, false, &Row::c64, "c64"},
                              Variant{PathChoice::kAuto, 256, true, true, kAutoTile, false, &Row::c256, "c256"},
                              Variant{PathChoice::kAuto, 0, false, true, kAutoTile, false, &Row::plain, "plain"},

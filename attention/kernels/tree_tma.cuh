@@ -1,0 +1,433 @@
+// The warp-specialized persistent tree kernel for Hopper (sm_90a,
+// KernelVariant::kTma): the same work items, math (state.cuh) and partial
+// outputs as PersistentWgmmaKernel (tree_wgmma.cuh), restructured the way
+// FlashAttention-3 feeds its tensor cores. 384 threads:
+//   warpgroup 0, the producer (24 registers; one warp works): walks the CTA's
+//     items ahead of the math. Per item it copies the q rows (one 1-D bulk
+//     copy per row into a padded row-major buffer) and the row metadata into
+//     one of two item buffers; per 64-token KV tile it issues TMA box loads
+//     (tensor map over the whole KV pool, 128-byte swizzle, one box = one
+//     page of one KV head x 64 columns) into a ring of kTmaStages stages.
+//     Page ids come a 32-box window at a time, one per lane, the next window
+//     loaded while the current one is used.
+//   warpgroups 1-2, the consumers (240 registers): packed rows 0-63 and
+//     64-127 of the item, exactly tree_wgmma.cuh's tile math (S = Q K^T on
+//     wgmma, online softmax in registers, O += P V on wgmma with P . V of tile
+//     t - 1 running under the softmax of tile t).
+// No thread of the math ever touches global memory except for the partial
+// states it writes; the two consumer warpgroups never wait for each other
+// except on tiles at an item's edge.
+//
+// Tiles are aligned to 64 pool positions of the segment (position = first
+// slot + token), so every box starts at a page start (or, for pages of more
+// than 64 tokens, at a 64-token offset inside one): a page size of at least 8
+// and a power of two (host checks). The first and last tile of an item can
+// hold rows outside [kv_begin, kv_end): boxes wholly outside are not loaded,
+// and the consumers zero those V rows in shared memory before the math (a
+// masked score is 0, but 0 * NaN is not) and mask their scores.
+//
+// Synchronization (mbarriers, tma.cuh): full[s] (1 arrival + the stage's
+// bytes), empty[s] (8 consumer warps, after their P . V of the stage
+// retired), item_full[b] (32 producer lanes + the q bytes) and item_empty[b]
+// (256 consumer threads, once they hold the item in registers). The only
+// generic-proxy writes the tensor cores read are the zeroed V rows: the
+// consumers fence the async proxy and meet at named barrier 1 before using
+// them.
+#ifndef BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
+#define BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
+
+#include <climits>
+
+#include "attention/kernels/merge.cuh"
+#include "attention/kernels/params.cuh"
+#include "attention/kernels/state.cuh"
+#include "attention/kernels/tma.cuh"
+#include "attention/kernels/tree_wgmma.cuh"
+#include "attention/kernels/wgmma.cuh"
+
+namespace banyan::attention::kernels {
+
+inline constexpr int kTmaConsumerThreads = 2 * 128;  // two warpgroups x 64 packed rows = kTileRows
+inline constexpr int kTmaThreads = 128 + kTmaConsumerThreads;
+inline constexpr int kTmaItemBuffers = 2;
+inline constexpr int kTmaProducerRegs = 24;
+inline constexpr int kTmaConsumerRegs = 240;
+static_assert(kTmaConsumerThreads / 128 * 64 == kTileRows);  // 64 packed rows per consumer warpgroup
+
+// KV stages: D = 128 4 x 32 KB, D = 64 8 x 16 KB.
+template <int D>
+inline constexpr int kTmaStages = D == 64 ? 8 : 4;
+
+// One item's q rows and row metadata, written by the producer.
+struct TmaItemMeta {
+  WorkItem item;
+  int32_t entry[kTileRows];
+  int32_t head[kTileRows];
+  int32_t limit[kTileRows];  // min(entry_kv_limit, kv_end)
+};
+
+// Shared-memory layout of PersistentTmaKernel (from a 1024-byte aligned base).
+template <typename T, int D>
+struct TmaSmem {
+  static constexpr int kTileBytes = kKvTile * D * static_cast<int>(sizeof(T));  // one K or V tile
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kQStride = D + 16 / static_cast<int>(sizeof(T));  // elements per q row (16 B pad)
+  static constexpr int kQBytes = kTileRows * kQStride * static_cast<int>(sizeof(T));
+  static constexpr int kKvOffset = 0;
+  static constexpr int kQOffset = kTmaStages<D> * kStageBytes;
+  static constexpr int kMetaOffset = kQOffset + kTmaItemBuffers * kQBytes;
+  static constexpr int kBarOffset = kMetaOffset + kTmaItemBuffers * static_cast<int>(sizeof(TmaItemMeta));
+  static constexpr int kBars = 2 * kTmaStages<D> + 2 * kTmaItemBuffers;
+  static constexpr int kBytes = kBarOffset + kBars * 8;
+
+  __device__ static char* Stage(char* s, int stage) { return s + kKvOffset + stage * kStageBytes; }
+  __device__ static T* QRows(char* s, int b) { return reinterpret_cast<T*>(s + kQOffset + b * kQBytes); }
+  __device__ static TmaItemMeta* Meta(char* s, int b) {
+    return reinterpret_cast<TmaItemMeta*>(s + kMetaOffset + b * static_cast<int>(sizeof(TmaItemMeta)));
+  }
+  __device__ static uint64_t* Full(char* s, int stage) { return reinterpret_cast<uint64_t*>(s + kBarOffset) + stage; }
+  __device__ static uint64_t* Empty(char* s, int stage) { return Full(s, kTmaStages<D> + stage); }
+  __device__ static uint64_t* ItemFull(char* s, int b) { return Full(s, 2 * kTmaStages<D> + b); }
+  __device__ static uint64_t* ItemEmpty(char* s, int b) { return Full(s, 2 * kTmaStages<D> + kTmaItemBuffers + b); }
+};
+static_assert(sizeof(TmaItemMeta) % 16 == 0);
+
+// Dynamic shared memory of PersistentTmaKernel (+1 KB to align the base).
+template <typename T, int D>
+inline constexpr int kTmaSmemBytes = TmaSmem<T, D>::kBytes + 1024;
+
+// A ring position: stage index and the parity of its current use.
+template <int kSize>
+struct RingSlot {
+  int index = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void Advance() {
+    if (++index == kSize) {
+      index = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+// The tile range of an item: 64-position tiles from the one holding its
+// first token. Zero tiles for an empty item.
+struct TmaTiles {
+  int32_t pos_begin, pos_end, base0;
+  int count;
+  __device__ __forceinline__ explicit TmaTiles(const WorkItem& it)
+      : pos_begin(it.first_slot + it.kv_begin),
+        pos_end(it.first_slot + it.kv_end),
+        base0(pos_begin & ~(kKvTile - 1)),
+        count(pos_end > pos_begin ? (pos_end - base0 + kKvTile - 1) / kKvTile : 0) {}
+  __device__ __forceinline__ bool Edge(int t) const {
+    return base0 + t * kKvTile < pos_begin || base0 + (t + 1) * kKvTile > pos_end;
+  }
+};
+
+// The producer warp. box_rows = min(page size, 64).
+template <typename T, int D>
+__device__ __forceinline__ void TmaProduce(const TreeParams& p, const CUtensorMap* map, int32_t box_rows, char* smem,
+                                           int32_t begin, int32_t end) {
+  using L = TmaSmem<T, D>;
+  const int lane = threadIdx.x % 32;
+  const int page_shift = __ffs(p.page_size) - 1;
+  const int boxes_per_tile = kKvTile / box_rows;
+  const uint32_t box_bytes = static_cast<uint32_t>(box_rows) * 128u;  // rows x 64 columns x 2 bytes
+  const uint32_t present_bytes = box_bytes * 2u * (D / 64);           // K and V, every column block
+  const int64_t k_row0 = p.k_plane / D, v_row0 = p.v_plane / D;
+  const T* q = static_cast<const T*>(p.q);
+  RingSlot<kTmaStages<D>> stage;
+  RingSlot<kTmaItemBuffers> buf;
+  for (int32_t i = begin; i < end; ++i) {
+    const WorkItem it = p.items[i];
+    // The item's q rows and row metadata.
+    MbarrierWait(L::ItemEmpty(smem, buf.index), buf.phase ^ 1u);
+    TmaItemMeta* meta = L::Meta(smem, buf.index);
+    uint64_t* item_full = L::ItemFull(smem, buf.index);
+    if (lane == 0) {
+      meta->item = it;
+      MbarrierExpectTx(item_full, static_cast<uint32_t>(it.row_count) * D * sizeof(T));
+    }
+    __syncwarp();
+    T* q_rows = L::QRows(smem, buf.index);
+    for (int r = lane; r < it.row_count; r += 32) {
+      const int32_t packed = it.row_begin + r;
+      const int32_t entry = it.entry_begin + packed / p.group;
+      const int32_t head = it.kv_head * p.group + packed % p.group;
+      const int32_t q_row = p.entry_query[entry];
+      meta->entry[r] = entry;
+      meta->head[r] = head;
+      meta->limit[r] = min(p.entry_kv_limit[entry], it.kv_end);
+      BulkCopyToShared(q_rows + r * L::kQStride, q + (int64_t{q_row} * p.num_q_heads + head) * D, D * sizeof(T),
+                       item_full);
+    }
+    MbarrierArrive(item_full);
+    buf.Advance();
+
+    // The KV tiles.
+    const TmaTiles tiles(it);
+    const int num_boxes = tiles.count * boxes_per_tile;
+    const int32_t* pages = p.page_indices + it.page_begin;
+    // Page id of box 32 w + lane (-1: past the item or wholly outside it).
+    auto window = [&](int w) -> int32_t {
+      const int k = w * 32 + lane;
+      const int32_t pos = tiles.base0 + k * box_rows;
+      if (k >= num_boxes || pos + box_rows <= tiles.pos_begin || pos >= tiles.pos_end) return -1;
+      return pages[pos >> page_shift];
+    };
+    int32_t cur = window(0), nxt = window(1);
+    int cur_w = 0;
+    for (int t = 0; t < tiles.count; ++t) {
+      const int k0 = t * boxes_per_tile;  // a tile's boxes share one window (boxes_per_tile divides 32)
+      if (k0 / 32 != cur_w) {
+        cur_w = k0 / 32;
+        cur = nxt;
+        nxt = window(cur_w + 1);
+      }
+      int present = 0;
+      for (int b = 0; b < boxes_per_tile; ++b) present += __shfl_sync(0xffffffffu, cur, (k0 + b) % 32) >= 0;
+      MbarrierWait(L::Empty(smem, stage.index), stage.phase ^ 1u);
+      uint64_t* full = L::Full(smem, stage.index);
+      char* dst = L::Stage(smem, stage.index);
+      if (lane == 0) MbarrierArriveExpectTx(full, static_cast<uint32_t>(present) * present_bytes);
+      for (int b = 0; b < boxes_per_tile; ++b) {
+        const int32_t page = __shfl_sync(0xffffffffu, cur, (k0 + b) % 32);
+        if (lane == 0 && page >= 0) {
+          const int32_t pos = tiles.base0 + (k0 + b) * box_rows;
+          const int64_t row =
+              (int64_t{page} * p.num_kv_heads + it.kv_head) * p.page_size + (pos & (p.page_size - 1));
+          char* box = dst + b * box_bytes;
+#pragma unroll
+          for (int blk = 0; blk < D / 64; ++blk) {
+            TmaLoad2d(box + blk * kKvTile * 128, map, blk * 64, static_cast<int32_t>(k_row0 + row), full);
+            TmaLoad2d(box + L::kTileBytes + blk * kKvTile * 128, map, blk * 64, static_cast<int32_t>(v_row0 + row),
+                      full);
+          }
+        }
+      }
+      stage.Advance();
+    }
+  }
+}
+
+// Zeroes the V rows of an edge tile whose positions lie outside
+// [pos_begin, pos_end); every consumer thread calls.
+template <typename T, int D>
+__device__ __forceinline__ void ZeroOutsideRows(char* v_tile, int32_t base, int32_t pos_begin, int32_t pos_end,
+                                                int ct) {
+  constexpr int kChunks = (D / 64) * kKvTile * 8;  // 16-byte chunks of the tile
+#pragma unroll
+  for (int idx = ct; idx < kChunks; idx += kTmaConsumerThreads) {
+    const int row = (idx / 8) % kKvTile;
+    const int32_t pos = base + row;
+    if (pos < pos_begin || pos >= pos_end) {
+      *reinterpret_cast<uint4*>(v_tile + (idx / (kKvTile * 8)) * (kKvTile * 128) + row * 128 + (idx % 8) * 16) =
+          make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+}
+
+// The consumer warpgroups: consumer warp cw (0..7) owns packed rows
+// 16 cw .. 16 cw + 15 of each item, as tree_wgmma.cuh's warp cw.
+template <typename T, int D>
+__device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int32_t begin, int32_t end) {
+#ifdef BANYAN_WGMMA_ENABLED
+  using L = TmaSmem<T, D>;
+  constexpr int kKSteps = D / 16;
+  const int ct = threadIdx.x - 128;
+  const int cwarp = ct / 32, lane = ct % 32, gq = lane / 4, tq = lane % 4;
+  const float scale = p.scale_log2;
+  const uint64_t k_desc0 = SmemDescriptor(L::Stage(smem, 0), 16, 1024);
+  const uint64_t v_desc0 = SmemDescriptor(L::Stage(smem, 0) + L::kTileBytes, kKvTile * 128, 1024);
+  constexpr uint32_t kStageUnits = L::kStageBytes / 16;
+  RingSlot<kTmaStages<D>> stage;
+  RingSlot<kTmaItemBuffers> buf;
+  for (int32_t i = begin; i < end; ++i) {
+    // The item, its rows and q fragments from the producer's buffer.
+    MbarrierWait(L::ItemFull(smem, buf.index), buf.phase);
+    const TmaItemMeta* meta = L::Meta(smem, buf.index);
+    const WorkItem it = meta->item;
+    int32_t entry[2], head[2], limit[2];
+    bool valid[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int local = cwarp * 16 + gq + r * 8;
+      valid[r] = local < it.row_count;
+      entry[r] = valid[r] ? meta->entry[local] : it.entry_begin;
+      head[r] = valid[r] ? meta->head[local] : 0;
+      limit[r] = valid[r] ? meta->limit[local] : 0;
+    }
+    const T* q_rows = L::QRows(smem, buf.index);
+    uint32_t qf[kKSteps][4];
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int local = cwarp * 16 + gq + r * 8;
+          qf[ks][half * 2 + r] =
+              valid[r] ? *reinterpret_cast<const uint32_t*>(q_rows + local * L::kQStride + ks * 16 + half * 8 + tq * 2)
+                       : 0u;
+        }
+      }
+    }
+    MbarrierArrive(L::ItemEmpty(smem, buf.index));
+    buf.Advance();
+
+    const bool group_active = (cwarp / 4) * 64 < it.row_count;  // warpgroup-uniform
+    const TmaTiles tiles(it);
+    const int32_t full_limit = min(valid[0] ? limit[0] : INT_MAX, valid[1] ? limit[1] : INT_MAX);
+    float o[D / 2];
+#pragma unroll
+    for (int j = 0; j < D / 2; ++j) o[j] = 0.0f;
+    float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
+    uint32_t pa[4][4];  // P of the previous tile (A of its P . V)
+#pragma unroll
+    for (int j = 0; j < 16; ++j) pa[j / 4][j % 4] = 0u;
+    int prev_stage = stage.index;
+    for (int t = 0; t < tiles.count; ++t) {
+      MbarrierWait(L::Full(smem, stage.index), stage.phase);
+      const int32_t base = tiles.base0 + t * kKvTile;
+      if (tiles.Edge(t)) {
+        ZeroOutsideRows<T, D>(L::Stage(smem, stage.index) + L::kTileBytes, base, tiles.pos_begin, tiles.pos_end, ct);
+        FenceProxyAsync();
+        NamedBarrierSync(1, kTmaConsumerThreads);
+      }
+      if (group_active) {
+        const int32_t tok0 = base - it.first_slot;
+        float s[32];
+        WgmmaFence();
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          const uint32_t off = stage.index * kStageUnits + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
+          Wgmma<T, 0>(s, qf[ks], k_desc0 + off, ks > 0 ? 1 : 0);
+        }
+        WgmmaCommit();
+        // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
+        // P = 0 times tile 0's V (landed, finite): no branch around wgmma
+        // (ptxas serializes every wgmma of a kernel that has one).
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          Wgmma<T, 1>(o, pa[kk], v_desc0 + (prev_stage * kStageUnits + kk * 128), 1);
+        }
+        WgmmaCommit();
+        WgmmaWait<1>();
+        FenceRegs(s);
+        if (tok0 < it.kv_begin || tok0 + kKvTile > full_limit) {
+#pragma unroll
+          for (int j = 0; j < 32; ++j) {
+            const int32_t tok = tok0 + (j / 4) * 8 + tq * 2 + (j % 2);
+            if (tok < it.kv_begin || tok >= limit[(j % 4) / 2]) s[j] = -CUDART_INF_F;
+          }
+        }
+        float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+        for (int j = 0; j < 32; ++j) tile_max[(j % 4) / 2] = fmaxf(tile_max[(j % 4) / 2], s[j]);
+        float factor[2], neg_m[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+          const float m_new = fmaxf(m[r], tile_max[r] * scale);
+          factor[r] = RescaleFactor(m[r], m_new);
+          m[r] = m_new;
+          l[r] *= factor[r];
+          neg_m[r] = -SafeMax(m_new);
+        }
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          s[j] = FastExp2(fmaf(s[j], scale, neg_m[(j % 4) / 2]));
+          l[(j % 4) / 2] += s[j];
+        }
+        WgmmaWait<0>();  // P . V of tile t - 1: o and pa are free
+        FenceRegs(o);
+        if (factor[0] != 1.0f || factor[1] != 1.0f) {
+#pragma unroll
+          for (int j = 0; j < D / 8; ++j) {
+            o[j * 4 + 0] *= factor[0];
+            o[j * 4 + 1] *= factor[0];
+            o[j * 4 + 2] *= factor[1];
+            o[j * 4 + 3] *= factor[1];
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt * 4 + 0], s[nt * 4 + 1]);
+          pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
+        }
+      }
+      if (t > 0) {  // this warp is done with tile t - 1's stage
+        __syncwarp();
+        if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
+      }
+      prev_stage = stage.index;
+      stage.Advance();
+    }
+    if (tiles.count > 0) {
+      if (group_active) {  // P . V of the last tile
+        FenceRegs(o);
+        WgmmaFence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], v_desc0 + (prev_stage * kStageUnits + kk * 128), 1);
+        WgmmaCommit();
+        WgmmaWait<0>();
+        FenceRegs(o);
+      }
+      __syncwarp();
+      if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
+    }
+    StoreRowPartials<D>(p, it, entry, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
+  }
+#else
+  (void)p;
+  (void)smem;
+  (void)begin;
+  (void)end;
+#endif
+}
+
+// One launch of every work item of the plan (all kBatched, 16-bit KV and q
+// of the KV dtype, page size a power of two >= 8: TreeAttention checks).
+// kv_map: 2-D tensor map over the whole KV pool as rows of D elements, box
+// 64 columns x box_rows rows, 128-byte swizzle (kv_tensor_map.h).
+template <typename T, int D>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+    PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_map,
+                        int32_t box_rows) {
+#ifdef BANYAN_WGMMA_ENABLED
+  extern __shared__ __align__(1024) char smem_raw[];
+  const uint32_t raw = SmemAddress(smem_raw);
+  char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
+  TriggerDependents();  // the merge grid may launch now; it waits for this grid's completion
+  using L = TmaSmem<T, D>;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kTmaStages<D>; ++s) {
+      MbarrierInit(L::Full(smem, s), 1);
+      MbarrierInit(L::Empty(smem, s), kTmaConsumerThreads / 32);
+    }
+    for (int b = 0; b < kTmaItemBuffers; ++b) {
+      MbarrierInit(L::ItemFull(smem, b), 32);
+      MbarrierInit(L::ItemEmpty(smem, b), kTmaConsumerThreads);
+    }
+    FenceMbarrierInit();
+  }
+  __syncthreads();
+  const int32_t begin = p.cta_item_indptr[blockIdx.x], end = p.cta_item_indptr[blockIdx.x + 1];
+  if (threadIdx.x < 128) {
+    ShrinkRegisters<kTmaProducerRegs>();
+    if (threadIdx.x < 32) TmaProduce<T, D>(p, &kv_map, box_rows, smem, begin, end);
+  } else {
+    GrowRegisters<kTmaConsumerRegs>();
+    TmaConsume<T, D>(p, smem, begin, end);
+  }
+#else
+  (void)p;
+  (void)kv_map;
+  (void)box_rows;
+#endif
+}
+
+}  // namespace banyan::attention::kernels
+
+#endif  // BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
