@@ -117,7 +117,7 @@ int64_t Bucket(int64_t n) {
 }
 
 enum Array { kSegPageIndptr, kPages, kFirstSlot, kSegEntryIndptr, kEntryQuery, kEntryLimit, kQueryIndptr,
-             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kCtaFirstItem, kPartialBase, kNumChunks, kRowSlotIndptr, kNumQueries,
+             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kCtaHead, kPartialBase, kNumChunks, kRowSlotIndptr, kNumQueries,
              kNumArrays };
 
 }  // namespace
@@ -154,7 +154,7 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {work_.query_items.data(), static_cast<int64_t>(work_.query_items.size())},
       {work_.items.data(), static_cast<int64_t>(work_.items.size() * sizeof(WorkItem) / 4)},
       {work_.cta_item_indptr.data(), static_cast<int64_t>(work_.cta_item_indptr.size())},
-      {work_.cta_first_item.data(), static_cast<int64_t>(work_.cta_first_item.size() * sizeof(WorkItem) / 4)},
+      {work_.cta_head.data(), static_cast<int64_t>(work_.cta_head.size())},
       {work_.entry_partial_base.data(), static_cast<int64_t>(work_.entry_partial_base.size())},
       {work_.entry_num_chunks.data(), static_cast<int64_t>(work_.entry_num_chunks.size())},
       {work_.row_slot_indptr.data(), static_cast<int64_t>(work_.row_slot_indptr.size())},
@@ -227,7 +227,8 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     device.ctas_per_sm = ctas_per_sm;
     device.min_chunk = min_chunk_;
     const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
-                          static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows};
+                          static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows,
+                          variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0};
     work_ = BuildWorkPlan(*args.plan, shape, device, path);
     grid_ = device.num_ctas();
     return absl::OkStatus();
@@ -284,7 +285,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.query_entries = blob + offsets_[kQueryEntries];
   p.items = reinterpret_cast<const WorkItem*>(blob + offsets_[kItems]);
   p.cta_item_indptr = blob + offsets_[kCtaIndptr];
-  p.cta_first_item = reinterpret_cast<const WorkItem*>(blob + offsets_[kCtaFirstItem]);
+  p.cta_head = blob + offsets_[kCtaHead];
   p.entry_partial_base = blob + offsets_[kPartialBase];
   p.entry_num_chunks = blob + offsets_[kNumChunks];
   p.row_slot_indptr = blob + offsets_[kRowSlotIndptr];
@@ -303,6 +304,10 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.grid_barrier = grid_merge_ ? query_done_.As<int32_t>() + (query_done_.size() / sizeof(int32_t) - kBarrierInts)
                                : nullptr;
   p.chain_items = chain_items_ ? 1 : 0;
+  p.use_head = use_head_ ? 1 : 0;
+  p.run_groups = 1;  // groups exist only in plans made for kNarrow with group_items (Prepare)
+  p.trace = trace_items_;
+  p.trace_merge = trace_merge_;
   p.kv_pool = args.kv_pool;
   p.k_plane = args.layout.PlaneOffset(args.layer, 0);
   p.v_plane = args.layout.PlaneOffset(args.layer, 1);
@@ -319,8 +324,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.out_dtype = static_cast<int32_t>(args.out_dtype);
   p.lse = args.lse;
   // The merge: one warp per (row, head), grid-stride; the grid depends only on the bucket.
-  const int64_t merge_warps = Bucket(prepared_queries_) * prepared_q_heads_;
-  const int merge_grid = static_cast<int>(std::min<int64_t>(int64_t{num_sms_} * 8, (merge_warps + 3) / 4));
+  const int merge_grid = merge_grid_size();
   return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
@@ -364,9 +368,20 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attribute;
     config.numAttrs = overlap_merge_ && pdl_supported_ ? 1 : 0;
-    BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D>, p));
+    // Few (row, head) pairs: every slot's o of a pair loaded at once (wider kernel, one wave).
+    const bool wide = Bucket(prepared_queries_) * prepared_q_heads_ <= int64_t{num_sms_} * kernels::kMergeWideWarpsPerSm;
+    if (wide) {
+      BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 24>, p));
+    } else {
+      BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8>, p));
+    }
     return absl::OkStatus();
   });
+}
+
+int32_t TreeAttention::merge_grid_size() const {
+  const int64_t merge_warps = Bucket(prepared_queries_) * prepared_q_heads_;
+  return static_cast<int32_t>(std::min<int64_t>(int64_t{num_sms_} * 8, (merge_warps + 3) / 4));
 }
 
 absl::Status TreeAttention::Attend(const AttentionArgs& args, PathChoice path, cudaStream_t stream) {

@@ -125,6 +125,23 @@ class TreeAttention {
   // (spread like the merge kernel). Overrides the fused and overlapped merge.
   // Default false. Takes effect at the next Run.
   void set_grid_merge(bool grid_merge) { grid_merge_ = grid_merge; }
+  // kNarrow only. true (default): batched items of at most kGroupRows rows
+  // and one KV tile are planned in groups (WorkItem::group) that the kernel
+  // runs at once, one warp per item. Takes effect at the next Prepare.
+  void set_group_items(bool group) { group_items_ = group; }
+  // kNarrow only. true (default): each CTA's first item reads its page ids
+  // and q rows from the CTA's head (work_plan.h) instead of the plan arrays.
+  // Takes effect at the next Run.
+  void set_cta_head(bool use) { use_head_ = use; }
+  // Benchmarks only: device buffers that the next Runs fill with timestamps
+  // (kernels/params.cuh kTraceItemWords per item CTA, grid_size() CTAs;
+  // kTraceMergeWords per merge CTA, merge_grid_size() CTAs); nullptr: none.
+  void set_trace(unsigned long long* items, unsigned long long* merge) {
+    trace_items_ = items;
+    trace_merge_ = merge;
+  }
+  // CTAs of the merge launch for the prepared plan.
+  int32_t merge_grid_size() const;
 
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
@@ -143,6 +160,10 @@ class TreeAttention {
   bool overlap_merge_ = true;
   bool chain_items_ = true;
   bool grid_merge_ = false;
+  bool group_items_ = true;
+  bool use_head_ = true;
+  unsigned long long* trace_items_ = nullptr;
+  unsigned long long* trace_merge_ = nullptr;
   bool pdl_supported_ = false;  // compute capability >= 9.0
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;

@@ -87,10 +87,13 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     // launch merging after a grid barrier (onelaunch), merged inside the
     // persistent kernel by the CTA of a row's last item (fused), a plain
     // second launch with every item draining its own KV pipeline (unchained).
+    // kNarrow runs small items in groups and each CTA's first item from its
+    // head by default; nohead-nogroup turns both off.
     struct Config {
       const char* name;
       KernelVariant variant;
       bool fused, overlap, chain, grid;
+      bool head = true, group = true;
     };
     for (const Config& config :
          {Config{"auto", KernelVariant::kAuto, false, true, true, false},
@@ -98,12 +101,15 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
           Config{"narrow", KernelVariant::kNarrow, false, true, true, false},
           Config{"narrow-onelaunch", KernelVariant::kNarrow, false, false, true, true},
           Config{"narrow-fused", KernelVariant::kNarrow, true, false, true, false},
-          Config{"narrow-plain-unchained", KernelVariant::kNarrow, false, false, false, false}}) {
+          Config{"narrow-plain-unchained", KernelVariant::kNarrow, false, false, false, false},
+          Config{"narrow-nohead-nogroup", KernelVariant::kNarrow, false, true, true, false, false, false}}) {
       if (!ConfigSelected(config.name)) continue;
       const char* merge = config.name;
       runner->set_variant(config.variant);
       runner->set_chain_items(config.chain);
       runner->set_grid_merge(config.grid);
+      runner->set_cta_head(config.head);
+      runner->set_group_items(config.group);
       BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, d.out.data(), c.out_dtype, d.lse.As<float>());
@@ -121,9 +127,11 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
       const double err = RelativeError(ToDoubles(got.data(), c.out_dtype, n), ToDoubles(want.data(), DType::kF32, n));
       const double lse_err =
           RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
-      std::printf("[ case ] %s rows %d entries %d items %zu rel_err %.3g lse_rel_err %.3g\n", merge,
-                  tree.plan.num_queries, tree.plan.num_entries(),
-                  runner->work_plan().items.size(), err, lse_err);
+      int32_t grouped = 0;
+      for (const WorkItem& it : runner->work_plan().items) grouped += it.group;
+      std::printf("[ case ] %s rows %d entries %d items %zu grouped %d rel_err %.3g lse_rel_err %.3g\n", merge,
+                  tree.plan.num_queries, tree.plan.num_entries(), runner->work_plan().items.size(), grouped, err,
+                  lse_err);
       EXPECT_LT(err, wide ? 1e-4 : 1e-2) << "rows " << tree.plan.num_queries;
       EXPECT_LT(lse_err, wide ? 1e-5 : 2e-3);
     }

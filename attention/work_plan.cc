@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <queue>
 #include <utility>
@@ -63,6 +64,20 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   const bool tensor_cores = shape.kv_dtype_bytes == 2 && choice != PathChoice::kFlattened;
   // The per-sequence alternative: tensor-core tiles per entry, or SIMT items.
   const Mode alone = tensor_cores ? Mode::kPerEntry : Mode::kSimt;
+  // 0. Whether small items will be grouped: at least kGroupMinPerCta small
+  //    (<= kGroupRows rows, one KV tile) batched items per CTA.
+  bool will_group = false;
+  if (shape.group_small >= 2 && tensor_cores) {
+    int64_t small_items = 0;
+    for (int32_t s = 0; s < segments; ++s) {
+      if (plan.segment_length[s] > kKvTile) continue;
+      const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
+      for (const RowBlock& b : RowBlocks(Mode::kShared, entries, group, shape.tile_rows)) {
+        if (b.row_count <= kGroupRows) small_items += shape.num_kv_heads;
+      }
+    }
+    will_group = small_items >= int64_t{kGroupMinPerCta} * device.num_ctas();
+  }
   // 1. Mode per segment, and the whole-segment cost of that mode.
   std::vector<Mode> mode(segments);
   std::vector<double> per_token_cost(segments);  // all of the segment's row blocks, per token
@@ -70,9 +85,14 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   for (int32_t s = 0; s < segments; ++s) {
     const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
     const int32_t length = plan.segment_length[s];
+    // Small items run in groups (below): one item overhead per group.
+    const double grouped_overhead = will_group ? device.item_overhead_us * (1.0 - 1.0 / shape.group_small) : 0.0;
     auto cost = [&](Mode m) {
       double c = 0.0;
-      for (const RowBlock& b : RowBlocks(m, entries, group, shape.tile_rows)) c += ItemCostUs(KindOf(m), b.row_count, length, shape, device);
+      for (const RowBlock& b : RowBlocks(m, entries, group, shape.tile_rows)) {
+        c += ItemCostUs(KindOf(m), b.row_count, length, shape, device);
+        if (m != Mode::kSimt && b.row_count <= kGroupRows && length <= kKvTile) c -= grouped_overhead;
+      }
       return c * shape.num_kv_heads;
     };
     const double flat = cost(alone);
@@ -91,11 +111,8 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   out.entry_partial_base.resize(plan.num_entries());
   out.entry_num_chunks.resize(plan.num_entries());
   out.entry_segment.resize(plan.num_entries());
-  struct Pending {
-    double cost;
-    WorkItem item;
-  };
-  std::vector<Pending> pending;
+  std::vector<WorkItem> emitted;
+  std::vector<double> emitted_cost;
   for (int32_t s = 0; s < segments; ++s) {
     const int32_t entry_begin = plan.segment_entry_indptr[s];
     const int32_t entries = plan.segment_entry_indptr[s + 1] - entry_begin;
@@ -130,7 +147,8 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
                         c,     static_cast<int32_t>(KindOf(mode[s])),
                         plan.segment_page_indptr[s], plan.segment_first_slot[s],
                         entry_begin, 0};
-          pending.push_back({ItemCostUs(KindOf(mode[s]), blocks[b].row_count, seen_end - begin, shape, device), item});
+          emitted.push_back(item);
+          emitted_cost.push_back(ItemCostUs(KindOf(mode[s]), blocks[b].row_count, seen_end - begin, shape, device));
         }
       }
     }
@@ -145,30 +163,100 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     }
     out.row_slot_indptr[q + 1] = out.num_partials;
   }
-  // 3. Longest processing time first onto the least loaded CTA. Ties keep the
+  // 3. Units of work: one item, or a group of small items (group_small). A
+  //    group costs one item overhead plus its items' own work.
+  struct Pending {
+    double cost;
+    std::vector<int32_t> items;  // indices into emitted
+  };
+  std::vector<Pending> pending;
+  std::vector<int32_t> small;
+  for (size_t i = 0; i < emitted.size(); ++i) {
+    const WorkItem& it = emitted[i];
+    const bool is_small = will_group && it.kind == static_cast<int32_t>(ItemKind::kBatched) &&
+                          it.row_count <= kGroupRows && it.kv_end > it.kv_begin && it.kv_end - it.kv_begin <= kKvTile;
+    if (is_small) {
+      small.push_back(static_cast<int32_t>(i));
+    } else {
+      pending.push_back({emitted_cost[i], {static_cast<int32_t>(i)}});
+    }
+  }
+  // Groups only where each CTA would otherwise run many small items
+  // (kGroupMinPerCta): on the H100 a group of four 4-row items ran faster
+  // than four chained items there (h32/8, 256-1024 leaves, 64-token
+  // suffixes: 12-23%), slower with fewer (PERF_NOTES.md, run S3-2).
+  const int32_t group_size = static_cast<int64_t>(small.size()) >= int64_t{kGroupMinPerCta} * ctas ? shape.group_small : 1;
+  for (size_t g = 0; g < small.size(); g += group_size) {
+    if (group_size < 2) {
+      pending.push_back({emitted_cost[small[g]], {small[g]}});
+      continue;
+    }
+    Pending unit{device.item_overhead_us, {}};
+    for (size_t i = g; i < std::min(small.size(), g + group_size); ++i) {
+      unit.items.push_back(small[i]);
+      unit.cost += emitted_cost[small[i]] - device.item_overhead_us;
+    }
+    pending.push_back(std::move(unit));
+  }
+  // 4. Longest processing time first onto the least loaded CTA. Ties keep the
   //    emission order, so equal tiles of one KV chunk run side by side (L2 reuse).
   std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.cost > b.cost; });
   using Load = std::pair<double, int32_t>;
   std::priority_queue<Load, std::vector<Load>, std::greater<Load>> heap;
   for (int32_t c = 0; c < ctas; ++c) heap.push({0.0, c});
-  std::vector<std::vector<WorkItem>> per_cta(ctas);
+  std::vector<std::vector<const Pending*>> per_cta(ctas);
   for (const Pending& p : pending) {
     Load least = heap.top();
     heap.pop();
-    per_cta[least.second].push_back(p.item);
+    per_cta[least.second].push_back(&p);
     least.first += p.cost;
     out.estimated_us = std::max(out.estimated_us, least.first);
     heap.push(least);
   }
+  // Each CTA's single items first (chained KV pipelines), then its groups.
   out.cta_item_indptr.assign(1, 0);
-  out.cta_first_item.assign(ctas, WorkItem{});
   for (int32_t c = 0; c < ctas; ++c) {
-    const std::vector<WorkItem>& list = per_cta[c];
-    if (!list.empty()) out.cta_first_item[c] = list.front();
-    out.items.insert(out.items.end(), list.begin(), list.end());
+    for (const bool groups : {false, true}) {
+      for (const Pending* unit : per_cta[c]) {
+        if ((unit->items.size() > 1) != groups) continue;
+        for (size_t i = 0; i < unit->items.size(); ++i) {
+          WorkItem item = emitted[unit->items[i]];
+          item.group = groups && i == 0 ? static_cast<int32_t>(unit->items.size()) : 0;
+          out.items.push_back(item);
+        }
+      }
+    }
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }
-  // 4. Completion counts for the fused merge: one per (item, entry touched).
+  // 5. The CTA heads (work_plan.h kHeadStride).
+  out.cta_head.assign(static_cast<size_t>(ctas) * kHeadStride, 0);
+  for (int32_t c = 0; c < ctas; ++c) {
+    int32_t* head = out.cta_head.data() + static_cast<size_t>(c) * kHeadStride;
+    head[12] = out.cta_item_indptr[c];
+    head[13] = out.cta_item_indptr[c + 1];
+    if (head[12] == head[13]) continue;
+    const WorkItem& it = out.items[head[12]];
+    static_assert(sizeof(WorkItem) == 12 * sizeof(int32_t));
+    std::memcpy(head, &it, sizeof(WorkItem));
+    // Page ids of the item's first tiles, as many whole tiles as fit.
+    const int32_t ps = plan.page_size;
+    const int32_t seg_pages = plan.segment_page_indptr[it.segment + 1] - it.page_begin;
+    const int32_t page_base = (it.first_slot + it.kv_begin) / ps;
+    head[14] = page_base;
+    for (int32_t i = 0; i < kHeadPages && page_base + i < seg_pages; ++i) {
+      head[kHeadPagesAt + i] = plan.page_indices[it.page_begin + page_base + i];
+    }
+    int32_t tiles = 0;
+    for (int32_t t0 = it.kv_begin; t0 < it.kv_end; t0 += kKvTile, ++tiles) {
+      const int32_t last = std::min(it.kv_end, t0 + kKvTile) - 1;
+      if ((it.first_slot + last) / ps - page_base >= kHeadPages) break;
+    }
+    head[15] = tiles;
+    const int32_t e0 = it.entry_begin + it.row_begin / group;
+    const int32_t e_end = it.entry_begin + (it.row_begin + it.row_count - 1) / group + 1;
+    for (int32_t e = e0; e < e_end && e - e0 < kHeadQrows; ++e) head[kHeadQrowsAt + e - e0] = plan.entry_query[e];
+  }
+  // 6. Completion counts for the fused merge: one per (item, entry touched).
   out.query_items.assign(plan.num_queries, 0);
   for (const WorkItem& it : out.items) {
     const int32_t e0 = it.entry_begin;

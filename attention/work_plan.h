@@ -53,9 +53,9 @@ enum class ItemKind : int32_t { kBatched = 0, kFlattened = 1 };
 // FlashDecoding-style SIMT baseline.
 enum class PathChoice { kAuto, kBatched, kPerSequence, kFlattened };
 
-// Plain-old-data, copied to the device as is. The last three fields repeat
-// the segment's plan arrays so that a kernel needs no dependent load of
-// segment metadata before its first KV and q loads.
+// Plain-old-data, copied to the device as is. page_begin, first_slot and
+// entry_begin repeat the segment's plan arrays so that a kernel needs no
+// dependent load of segment metadata before its first KV and q loads.
 struct WorkItem {
   int32_t segment;
   int32_t row_begin;  // first packed row (entry_in_segment * group + head_in_group)
@@ -68,9 +68,37 @@ struct WorkItem {
   int32_t page_begin;   // plan.segment_page_indptr[segment]
   int32_t first_slot;   // plan.segment_first_slot[segment]
   int32_t entry_begin;  // plan.segment_entry_indptr[segment]
-  int32_t reserved;     // 0 (keeps the struct 16-byte sized)
+  // Small-item group (WorkShape::group_small): g >= 2 on the first of g
+  // consecutive items of one CTA's list, each a kBatched item of at most
+  // kGroupRows rows and one KV tile, that the mma.sync kernel runs together
+  // (one warp per item, all KV tiles loaded at once); 0 on every other item.
+  // A hint only: each item of a group is complete on its own, and a kernel may
+  // run them one by one (the wgmma kernel does).
+  int32_t group;
 };
 static_assert(sizeof(WorkItem) == 48);
+
+// Rows of a grouped small item (one warp of the mma.sync tile).
+inline constexpr int32_t kGroupRows = 16;
+// Small items are grouped only when there are at least this many per CTA.
+inline constexpr int32_t kGroupMinPerCta = 8;
+
+// The CTA head: per CTA, one fixed-size block of int32 (WorkPlan::cta_head)
+// that holds what the CTA's first item needs before its first KV and q loads,
+// so that those loads leave one global round trip after the kernel starts:
+//   [0, 12)   the first item (a WorkItem; zeros when the CTA has none)
+//   [12]      begin, [13] end: the CTA's items are items[begin, end)
+//   [14]      page_base: pages[i] is the id of the segment's page page_base + i
+//   [15]      tiles: the item's KV tiles [0, tiles) read only pages in pages[]
+//   [16, 32)  pages (kHeadPages)
+//   [32, 64)  qrows: entry_query of the item's entries, in order, from
+//             entry_begin + row_begin / group (kHeadQrows; entries past it are
+//             read from the plan)
+inline constexpr int32_t kHeadPages = 16;
+inline constexpr int32_t kHeadQrows = 32;
+inline constexpr int32_t kHeadPagesAt = 16;
+inline constexpr int32_t kHeadQrowsAt = kHeadPagesAt + kHeadPages;
+inline constexpr int32_t kHeadStride = kHeadQrowsAt + kHeadQrows;  // int32 per CTA (256 bytes)
 
 // What the cost model knows about the device. Defaults: H100 SXM as measured
 // here (bench/RESULTS.md), mma.sync at about half of the dense bf16 rate.
@@ -91,15 +119,21 @@ struct WorkShape {
   int32_t head_dim = 0;
   int32_t kv_dtype_bytes = 2;
   int32_t tile_rows = kTileRows;  // rows of a batched tile (the kernel variant's)
+  // >= 2: batched items of at most kGroupRows rows and one KV tile are
+  // planned in groups of up to this many (WorkItem::group), each group costed
+  // and placed as one unit (the mma.sync kernel runs a group at once), where
+  // the plan has at least kGroupMinPerCta such items per CTA. 0: none.
+  int32_t group_small = 0;
   int32_t group() const { return num_q_heads / num_kv_heads; }
 };
 
 struct WorkPlan {
   std::vector<WorkItem> items;          // grouped by CTA
   std::vector<int32_t> cta_item_indptr;  // num_ctas + 1
-  // Per CTA: a copy of its first item (zeros when it has none), so that a
-  // kernel can load it without waiting for cta_item_indptr.
-  std::vector<WorkItem> cta_first_item;
+  // Per CTA: its head block (kHeadStride int32 each, layout above kHeadPages),
+  // so that a kernel can start its first item without waiting for
+  // cta_item_indptr, the plan's page ids or entry_query.
+  std::vector<int32_t> cta_head;
   // Partial slots: entry e owns slots entry_partial_base[e] + [0, entry_num_chunks[e]).
   // The slots of one query row are contiguous, row after row: row q's are
   // row_slot_indptr[q] .. row_slot_indptr[q + 1] (what the merge reads).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "attention/reference/reference_attention.h"
@@ -69,6 +70,7 @@ struct Case {
   PathChoice choice;
   int32_t ctas_per_sm;
   int32_t tile_rows = kTileRows;
+  int32_t group_small = 0;
 };
 
 class WorkPlanTest : public ::testing::TestWithParam<Case> {};
@@ -87,16 +89,69 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
   DeviceModel device;
   device.num_sms = 4;  // small device: forces chunking
   device.ctas_per_sm = c.ctas_per_sm;
-  const WorkPlan wp = BuildWorkPlan(tree.plan, {c.q_heads, c.kv_heads, 64, 2, c.tile_rows}, device, c.choice);
+  const WorkPlan wp =
+      BuildWorkPlan(tree.plan, {c.q_heads, c.kv_heads, 64, 2, c.tile_rows, c.group_small}, device, c.choice);
   ASSERT_EQ(wp.cta_item_indptr.size(), static_cast<size_t>(device.num_ctas()) + 1);
-  ASSERT_EQ(wp.cta_first_item.size(), static_cast<size_t>(device.num_ctas()));
-  for (int32_t c = 0; c < device.num_ctas(); ++c) {
-    if (wp.cta_item_indptr[c] == wp.cta_item_indptr[c + 1]) continue;
-    const WorkItem& a = wp.cta_first_item[c];
-    const WorkItem& b = wp.items[wp.cta_item_indptr[c]];
+  ASSERT_EQ(wp.cta_head.size(), static_cast<size_t>(device.num_ctas()) * kHeadStride);
+  const int32_t ps = tree.plan.page_size;
+  for (int32_t cta = 0; cta < device.num_ctas(); ++cta) {
+    // The head: the CTA's range, a copy of its first item, the page ids of
+    // the item's first `tiles` KV tiles and its entries' query rows.
+    const int32_t* head = wp.cta_head.data() + static_cast<size_t>(cta) * kHeadStride;
+    ASSERT_EQ(head[12], wp.cta_item_indptr[cta]);
+    ASSERT_EQ(head[13], wp.cta_item_indptr[cta + 1]);
+    if (head[12] == head[13]) continue;
+    WorkItem a;
+    std::memcpy(&a, head, sizeof(a));
+    const WorkItem& b = wp.items[wp.cta_item_indptr[cta]];
     EXPECT_TRUE(a.segment == b.segment && a.row_begin == b.row_begin && a.kv_head == b.kv_head &&
-                a.kv_begin == b.kv_begin && a.chunk == b.chunk && a.kind == b.kind)
-        << "cta " << c;
+                a.kv_begin == b.kv_begin && a.kv_end == b.kv_end && a.chunk == b.chunk && a.kind == b.kind &&
+                a.group == b.group)
+        << "cta " << cta;
+    const int32_t page_base = head[14], tiles = head[15];
+    EXPECT_EQ(page_base, (b.first_slot + b.kv_begin) / ps);
+    const int32_t num_tiles = (b.kv_end - b.kv_begin + kKvTile - 1) / kKvTile;
+    EXPECT_LE(tiles, num_tiles);
+    if (ps >= 16) {
+      EXPECT_GE(tiles, std::min(num_tiles, 3)) << "16 page ids cover 3 tiles of 16-token pages";
+    }
+    for (int32_t t = 0; t < tiles; ++t) {
+      for (int32_t tok = b.kv_begin + t * kKvTile; tok < std::min(b.kv_end, b.kv_begin + (t + 1) * kKvTile); ++tok) {
+        const int32_t page = (b.first_slot + tok) / ps;
+        ASSERT_LT(page - page_base, kHeadPages);
+        EXPECT_EQ(head[kHeadPagesAt + page - page_base], tree.plan.page_indices[b.page_begin + page]);
+      }
+    }
+    const int32_t e0 = b.entry_begin + b.row_begin / (c.q_heads / c.kv_heads);
+    const int32_t e_last = b.entry_begin + (b.row_begin + b.row_count - 1) / (c.q_heads / c.kv_heads);
+    for (int32_t e = e0; e <= e_last && e - e0 < kHeadQrows; ++e) {
+      EXPECT_EQ(head[kHeadQrowsAt + e - e0], tree.plan.entry_query[e]);
+    }
+  }
+  // Groups: only with group_small; g consecutive small batched items of one CTA.
+  int32_t grouped = 0;
+  for (int32_t cta = 0; cta < device.num_ctas(); ++cta) {
+    for (int32_t i = wp.cta_item_indptr[cta]; i < wp.cta_item_indptr[cta + 1]; ++i) {
+      const int32_t g = wp.items[i].group;
+      ASSERT_TRUE(g == 0 || (g >= 2 && g <= c.group_small)) << g;
+      if (g == 0) continue;
+      ASSERT_LE(i + g, wp.cta_item_indptr[cta + 1]);
+      for (int32_t j = i; j < i + g; ++j) {
+        const WorkItem& it = wp.items[j];
+        EXPECT_EQ(it.kind, static_cast<int32_t>(ItemKind::kBatched));
+        EXPECT_LE(it.row_count, kGroupRows);
+        EXPECT_GT(it.kv_end, it.kv_begin);
+        EXPECT_LE(it.kv_end - it.kv_begin, kKvTile);
+        if (j > i) {
+          EXPECT_EQ(it.group, 0);
+        }
+      }
+      grouped += g;
+      i += g - 1;
+    }
+  }
+  if (c.group_small == 0) {
+    EXPECT_EQ(grouped, 0);
   }
   for (const WorkItem& it : wp.items) {
     ASSERT_LE(it.row_count, it.kind == 0 ? c.tile_rows : kFlatRows);
@@ -171,7 +226,35 @@ INSTANTIATE_TEST_SUITE_P(Plans, WorkPlanTest,
                                            Case{2, 3, 1, 80, false, PathChoice::kPerSequence, 1},
                                            Case{3, 4, 2, 8, true, PathChoice::kAuto, 2},
                                            Case{3, 60, 1, 8, false, PathChoice::kAuto, 1, 256},
-                                           Case{2, 20, 2, 8, true, PathChoice::kBatched, 1, 256}));
+                                           Case{2, 20, 2, 8, true, PathChoice::kBatched, 1, 256},
+                                           Case{2, 40, 2, 8, false, PathChoice::kAuto, 2, kTileRows, 4},
+                                           Case{3, 60, 4, 16, false, PathChoice::kBatched, 1, kTileRows, 4},
+                                           Case{3, 50, 2, 8, false, PathChoice::kPerSequence, 2, kTileRows, 3}));
+
+// Many 4-row, one-tile suffix items (h32/8-like, 256 leaves: 2048 >=
+// kGroupMinPerCta per CTA): grouped by four, every small item in exactly one
+// group. With 64 leaves (512, fewer than 8 per CTA): no groups.
+TEST(WorkPlanGroupTest, SmallSuffixItemsAreGroupedWhereMany) {
+  const WorkShape shape{32, 8, 128, 2, kTileRows, 4};
+  const DeviceModel device;
+  for (const int32_t leaves : {256, 64}) {
+    testing::PlanOptions opt;
+    Rng rng(3);
+    const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, leaves}, {2048, 64}), opt, rng);
+    const WorkPlan wp = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+    int32_t small = 0, grouped = 0, groups = 0;
+    for (const WorkItem& it : wp.items) {
+      if (it.row_count <= kGroupRows && it.kv_end - it.kv_begin <= kKvTile) ++small;
+      if (it.group > 0) {
+        grouped += it.group;
+        ++groups;
+      }
+    }
+    EXPECT_EQ(small, leaves * 8);
+    EXPECT_EQ(grouped, leaves == 256 ? small : 0);
+    EXPECT_EQ(groups, leaves == 256 ? small / 4 : 0);
+  }
+}
 
 TEST(WorkPlanCostTest, BatchingWinsWhenManyRowsShareKv) {
   const WorkShape shape{32, 8, 128, 2};

@@ -24,6 +24,7 @@
 //   attention_bench [--benchmark_filter=...]     prints a compact table last
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,6 +54,7 @@ struct Shape {
 
 struct Row {
   double tree = 0, narrow = 0, wgmma = 0, tma = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
+  double nohead = 0, nogroup = 0;  // the small-shape switches (PrintSmallTable)
 };
 // One column of the table: a path and the runner's settings.
 struct Variant {
@@ -64,7 +66,38 @@ struct Variant {
   bool grid_merge;    // one cooperative launch, merged after a grid barrier
   double Row::*cell;
   const char* tag;
+  bool cta_head = true;     // TreeAttention::set_cta_head
+  bool group_items = true;  // TreeAttention::set_group_items
 };
+// Where one Run's time goes (BANYAN_BENCH_TRACE=1: TreeAttention::set_trace),
+// us after the first item CTA's start (globaltimer), medians over 5 runs.
+struct TraceRow {
+  double event = 0;          // cudaEvent time of the traced Run
+  double start_max = 0;      // last item CTA start
+  double landed_med = 0;     // first KV tile landed (first item, narrow kernel), median over CTAs
+  double landed_max = 0;
+  double landed_cyc_med = 0; // the same from the CTA's own start, clock64 -> us
+  double first_med = 0;      // first item done
+  double items_end_med = 0;  // CTA's items done
+  double items_end_max = 0;
+  double merge_start_min = 0;
+  double merge_wait_min = 0;  // merge CTAs' dependency wait returned
+  double merge_wait_med = 0;
+  double merge_end_max = 0;
+};
+std::map<std::string, TraceRow>& Traces() {
+  static auto* traces = new std::map<std::string, TraceRow>();
+  return *traces;
+}
+std::vector<std::string>& TraceOrder() {
+  static auto* order = new std::vector<std::string>();
+  return *order;
+}
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 std::map<std::string, Row>& Results() {
   static auto* results = new std::map<std::string, Row>();
   return *results;
@@ -128,6 +161,8 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   }
   (*runner)->set_variant(v.variant);
   (*runner)->set_grid_merge(v.grid_merge);
+  (*runner)->set_cta_head(v.cta_head);
+  (*runner)->set_group_items(v.group_items);
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -149,6 +184,77 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
+  const char* trace_env = std::getenv("BANYAN_BENCH_TRACE");
+  if (trace_env != nullptr && trace_env[0] == '1') {
+    const int32_t grid = (*runner)->grid_size(), merge_grid = (*runner)->merge_grid_size();
+    constexpr int kItemWords = 8, kMergeWords = 4;  // kernels/params.cuh kTraceItemWords, kTraceMergeWords
+    auto tbuf = gpu::DeviceBuffer::Allocate(size_t{8} * (grid * kItemWords + merge_grid * kMergeWords));
+    BENCH_OK(tbuf.status());
+    auto* words = tbuf->As<unsigned long long>();
+    (*runner)->set_trace(words, words + grid * kItemWords);
+    int clock_khz = 0;
+    BENCH_OK(BANYAN_CUDA_STATUS(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0)));
+    std::vector<TraceRow> runs;
+    for (int rep = 0; rep < 5; ++rep) {
+      BENCH_OK(tbuf->Fill(0, stream->get()));
+      BENCH_OK(BANYAN_CUDA_STATUS(cudaMemsetAsync(flush->data(), rep, flush->size(), stream->get())));
+      BENCH_OK(start->Record(stream->get()));
+      BENCH_OK((*runner)->Run(args, stream->get()));
+      BENCH_OK(stop->Record(stream->get()));
+      BENCH_OK(stream->Synchronize());
+      std::vector<unsigned long long> h(static_cast<size_t>(grid) * kItemWords + merge_grid * kMergeWords);
+      BENCH_OK(tbuf->CopyToHost(h.data(), h.size() * 8));
+      const unsigned long long* m = h.data() + static_cast<size_t>(grid) * kItemWords;
+      unsigned long long t0 = ~0ull;
+      for (int32_t b = 0; b < grid; ++b) t0 = std::min(t0, h[b * kItemWords]);
+      auto us = [&](unsigned long long t) { return (static_cast<double>(t) - static_cast<double>(t0)) / 1e3; };
+      std::vector<double> starts, landed, landed_cyc, first, ends, mstart, mwait, mend;
+      for (int32_t b = 0; b < grid; ++b) {
+        const unsigned long long* w = h.data() + b * kItemWords;
+        starts.push_back(us(w[0]));
+        if (w[1] != 0) {
+          landed.push_back(us(w[1]));
+          landed_cyc.push_back(static_cast<double>(w[5] - w[4]) / clock_khz * 1e3);
+        }
+        if (w[2] != 0) first.push_back(us(w[2]));
+        ends.push_back(us(w[3]));
+      }
+      for (int32_t b = 0; b < merge_grid; ++b) {
+        mstart.push_back(us(m[b * kMergeWords]));
+        mwait.push_back(us(m[b * kMergeWords + 1]));
+        mend.push_back(us(m[b * kMergeWords + 2]));
+      }
+      auto ms = stop->ElapsedMsSince(*start);
+      BENCH_OK(ms.status());
+      TraceRow r;
+      r.event = *ms * 1e3;
+      r.start_max = *std::max_element(starts.begin(), starts.end());
+      r.landed_med = Median(landed);
+      r.landed_max = landed.empty() ? 0 : *std::max_element(landed.begin(), landed.end());
+      r.landed_cyc_med = Median(landed_cyc);
+      r.first_med = Median(first);
+      r.items_end_med = Median(ends);
+      r.items_end_max = *std::max_element(ends.begin(), ends.end());
+      r.merge_start_min = mstart.empty() ? 0 : *std::min_element(mstart.begin(), mstart.end());
+      r.merge_wait_min = mwait.empty() ? 0 : *std::min_element(mwait.begin(), mwait.end());
+      r.merge_wait_med = Median(mwait);
+      r.merge_end_max = mend.empty() ? 0 : *std::max_element(mend.begin(), mend.end());
+      runs.push_back(r);
+    }
+    (*runner)->set_trace(nullptr, nullptr);
+    TraceRow med;
+    for (double TraceRow::*f : {&TraceRow::event, &TraceRow::start_max, &TraceRow::landed_med, &TraceRow::landed_max,
+                                &TraceRow::landed_cyc_med, &TraceRow::first_med, &TraceRow::items_end_med,
+                                &TraceRow::items_end_max, &TraceRow::merge_start_min, &TraceRow::merge_wait_min,
+                                &TraceRow::merge_wait_med, &TraceRow::merge_end_max}) {
+      std::vector<double> vals;
+      for (const TraceRow& r : runs) vals.push_back(r.*f);
+      med.*f = Median(vals);
+    }
+    const std::string key = std::string(v.tag) + " " + shape.name;
+    if (Traces().count(key) == 0) TraceOrder().push_back(key);
+    Traces()[key] = med;
+  }
   // Floor: each segment's KV once, q in, out out; FLOPs of every entry.
   double bytes = 2.0 * q_elems * 2;
   double flops = 0;
@@ -191,6 +297,25 @@ std::vector<Shape> Shapes() {
   return shapes;
 }
 
+void PrintSmallTable() {
+  std::printf("\n%-34s %8s %8s %8s %8s\n", "shape (bf16, D=128)", "tree", "narrow", "nohead", "nogroup");
+  for (const std::string& name : Order()) {
+    const Row& r = Results()[name];
+    if (r.nohead <= 0 && r.nogroup <= 0) continue;
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f\n", name.c_str(), r.tree, r.narrow, r.nohead, r.nogroup);
+  }
+  if (TraceOrder().empty()) return;
+  std::printf("\ntrace (us after the first item CTA starts; medians of 5 traced runs)\n%-42s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s\n",
+              "variant shape", "event", "startmx", "landmed", "landmx", "landcyc", "first", "endmed", "endmax",
+              "mstart", "mwaitmn", "mwaitmd", "mendmx");
+  for (const std::string& key : TraceOrder()) {
+    const TraceRow& t = Traces()[key];
+    std::printf("%-42s %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f\n", key.c_str(), t.event,
+                t.start_max, t.landed_med, t.landed_max, t.landed_cyc_med, t.first_med, t.items_end_med, t.items_end_max,
+                t.merge_start_min, t.merge_wait_min, t.merge_wait_med, t.merge_end_max);
+  }
+}
+
 void PrintTable() {
   // Ratios against the default (tree) column.
   std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
@@ -222,6 +347,8 @@ int main(int argc, char** argv) {
                              Variant{PathChoice::kAuto, 0, false, true, kAutoTile, false, &Row::plain, "plain"},
                              Variant{PathChoice::kAuto, 0, true, false, kAutoTile, false, &Row::nochain, "nochain"},
                              Variant{PathChoice::kAuto, 0, true, true, kAutoTile, true, &Row::one, "onelaunch"},
+                             Variant{PathChoice::kAuto, 0, true, true, kAutoTile, false, &Row::nohead, "nohead", false, true},
+                             Variant{PathChoice::kAuto, 0, true, true, kAutoTile, false, &Row::nogroup, "nogroup", true, false},
                              Variant{PathChoice::kPerSequence, 0, true, true, kAutoTile, false, &Row::perseq, "perseq"},
                              Variant{PathChoice::kFlattened, 0, true, true, kAutoTile, false, &Row::flat, "flat"}}) {
       benchmark::RegisterBenchmark(absl::StrCat("attn/", v.tag, "/", shape.name).c_str(),
@@ -235,5 +362,6 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   PrintTable();
+  PrintSmallTable();
   return 0;
 }

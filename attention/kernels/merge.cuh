@@ -45,7 +45,8 @@ __device__ __forceinline__ void GridDependencyWait() {
 // Merges the partial slots [begin, end) of query row `row`, head `head` into
 // out (and lse): called by one whole warp. Partials are read through L2
 // (__ldcg): they were written by another grid (or other CTAs of this one).
-template <int D>
+// kFirst: slots whose o is loaded with the lse (registers: kFirst * D / 32).
+template <int D, int kFirst = 8>
 __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin,
                                            int32_t end, int lane) {
   constexpr int kPerLane = D / 32;
@@ -54,10 +55,13 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
   using Vec = std::conditional_t<kPerLane == 4, float4, float2>;
   const float* src = p.partial_o + (int64_t{begin} * p.num_q_heads + head) * D + lane * kPerLane;
   const int64_t stride = int64_t{p.num_q_heads} * D;
-  // The first 8 slots' o go out with the lse loads (one L2 round trip for both).
-  Vec first[8];
+  // The first kFirst slots' o go out with the lse loads (one L2 round trip
+  // for all of them; the merge kernel of a small merge preloads 24: a
+  // 64-leaf tree with a 2048-token prefix has 17 slots).
+  static_assert(kFirst % 8 == 0 && kFirst <= 32, "whole groups of 8 within the first 32 slots");
+  Vec first[kFirst];
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kFirst; ++j) {
     if (j < n) first[j] = __ldcg(reinterpret_cast<const Vec*>(src + j * stride));
   }
   // Pass 1: the lse of every slot (lane j: slots j, j + 32, ...), their max.
@@ -91,14 +95,19 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
     const float w = c < n ? MergeWeight(lse, max_lse) : 0.0f;
     sum += w;
     const int32_t count = min(32, n - c0);
-    for (int32_t k0 = 0; k0 < count; k0 += 8) {  // 8 independent loads in flight
+    if (c0 == 0) {  // the preloaded slots, then the rest of the first 32
+#pragma unroll
+      for (int32_t k = 0; k < kFirst; ++k) {
+        const float wk = __shfl_sync(0xffffffffu, w, k);
+        if (k < count) add(wk, first[k]);
+      }
+    }
+    for (int32_t k0 = c0 == 0 ? kFirst : 0; k0 < count; k0 += 8) {  // 8 independent loads in flight
 #pragma unroll
       for (int32_t j = 0; j < 8; ++j) {
         const int32_t k = k0 + j;
         const float wk = __shfl_sync(0xffffffffu, w, k & 31);
-        if (k < count) {
-          add(wk, c0 + k0 == 0 ? first[j] : __ldcg(reinterpret_cast<const Vec*>(src + (c0 + k) * stride)));
-        }
+        if (k < count) add(wk, __ldcg(reinterpret_cast<const Vec*>(src + (c0 + k) * stride)));
       }
     }
   }
@@ -119,7 +128,7 @@ __device__ __forceinline__ void MergeRowHead(const TreeParams& p, int32_t row, i
 // threads per CTA. The first pair's slot range (plan data only) is read
 // before `wait()`, which orders the partials' reads after their writes (the
 // PDL dependency wait, or a grid-wide barrier).
-template <int D, int kThreadsN, typename Wait>
+template <int D, int kThreadsN, int kFirst = 8, typename Wait>
 __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wait) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t{gridDim.x} * (kThreadsN / 32);
@@ -133,7 +142,7 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
   }
   wait();
   while (idx < total) {
-    MergeSlots<D>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane);
+    MergeSlots<D, kFirst>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane);
     idx += warps;
     if (idx >= total) break;
     row = static_cast<int32_t>(idx / p.num_q_heads);
@@ -142,11 +151,31 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
   }
 }
 
-template <int D>
+// kFirst: slots preloaded per (row, head) (MergeSlots). 24 needs ~170
+// registers (3 CTAs per SM), 8 needs 64: the host picks 24 only for merges
+// that fit in one such wave (kMergeWideWarpsPerSm warps per SM).
+inline constexpr int kMergeWideWarpsPerSm = 8;
+template <int D, int kFirst = 8>
 __global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p) {
   static_assert(D == 64 || D == 128, "the merge's vector loads cover D / 32 = 2 or 4 floats per lane");
   // The prologue overlaps the item kernel under PDL.
-  MergeRowsGridStride<D, kMergeThreads>(p, [] { GridDependencyWait(); });
+  unsigned long long* trace = p.trace_merge != nullptr ? p.trace_merge + int64_t{blockIdx.x} * kTraceMergeWords : nullptr;
+  long long clk = 0;
+  if (trace != nullptr && threadIdx.x == 0) trace[0] = GlobalTimerNs();
+  MergeRowsGridStride<D, kMergeThreads, kFirst>(p, [&] {
+    GridDependencyWait();
+    if (trace != nullptr && threadIdx.x == 0) {
+      trace[1] = GlobalTimerNs();
+      clk = clock64();
+    }
+  });
+  if (trace != nullptr) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      trace[2] = GlobalTimerNs();
+      trace[3] = clock64() - clk;
+    }
+  }
 }
 
 // A grid-wide barrier for a cooperative launch (every CTA resident): the

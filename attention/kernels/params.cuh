@@ -25,7 +25,7 @@ struct TreeParams {
   // The WorkPlan (work_plan.h).
   const WorkItem* items;                // [num_items], grouped by CTA
   const int32_t* cta_item_indptr;       // [gridDim.x + 1]
-  const WorkItem* cta_first_item;       // [gridDim.x] copy of each CTA's first item
+  const int32_t* cta_head;              // [gridDim.x][kHeadStride] each CTA's head (work_plan.h)
   const int32_t* entry_partial_base;    // [num_entries]
   const int32_t* entry_num_chunks;      // [num_entries]
   const int32_t* row_slot_indptr;       // [num_queries + 1] each row's partial slots (contiguous)
@@ -35,6 +35,12 @@ struct TreeParams {
   const int32_t* query_items;           // [num_queries] items that touch each query row
   int32_t* query_done;                  // [num_queries] completions so far; 0 between launches
   int32_t chain_items;                  // 1: consecutive batched items share one KV pipeline (tree.cuh)
+  int32_t use_head;                     // 1: the mma.sync kernel's first item reads page ids and q rows from its head
+  int32_t run_groups;                   // 1: the mma.sync kernel runs WorkItem::group groups at once
+  // Optional timestamps (bench only; nullptr: none): per item-kernel CTA
+  // kTraceItemWords words, per merge CTA kTraceMergeWords (below).
+  unsigned long long* trace;
+  unsigned long long* trace_merge;
   // Non-null: one launch (cooperative, all CTAs resident): after its items every
   // CTA waits at a grid-wide barrier ([0] arrivals, [1] generation; zero-initialized,
   // [0] back to 0 after every launch), then all CTAs merge (merge.cuh MergeAllRows).
@@ -69,10 +75,13 @@ inline constexpr int kSmemStride = D + 16 / static_cast<int>(sizeof(T));
 // compile-time constant (shifts instead of divisions; it must equal
 // p.page_size), 0 reads p.page_size. Each thread owns one 16-byte column of
 // kTokens * kVecs / kThreads rows: the page ids of all its rows are loaded
-// first (independent loads in flight), then every copy is issued.
+// first (independent loads in flight), then every copy is issued. The id of
+// the segment's page i is pages[i - page_shift] (page_shift > 0: a CTA head's
+// copy of some of the segment's page ids, work_plan.h). REQUIRES: tok0 < tok_end.
 template <typename T, int D, int kTokens, int kThreads, int kPageSize = 0>
 __device__ __forceinline__ void LoadKvTile(const TreeParams& p, const int32_t* pages, int32_t first_slot,
-                                           int32_t kv_head, int32_t tok0, int32_t tok_end, T* sK, T* sV) {
+                                           int32_t kv_head, int32_t tok0, int32_t tok_end, T* sK, T* sV,
+                                           int32_t page_shift = 0) {
   constexpr int kVecs = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte vectors per row
   constexpr int kElemsPerVec = 16 / static_cast<int>(sizeof(T));
   const T* pool = static_cast<const T*>(p.kv_pool);
@@ -87,8 +96,8 @@ __device__ __forceinline__ void LoadKvTile(const TreeParams& p, const int32_t* p
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
       const int32_t tok = tok0 + row0 + i * kRowStep;
-      const int32_t pos = first_slot + (tok < tok_end ? tok : 0);
-      const int32_t page = pages[pos / page_size];
+      const int32_t pos = first_slot + (tok < tok_end ? tok : tok0);  // tok0 < tok_end: a page of this tile
+      const int32_t page = pages[pos / page_size - page_shift];
       offset[i] = ((int64_t{page} * p.num_kv_heads) * page_size + head_off + pos % page_size) * D +
                   vec * kElemsPerVec;
     }
@@ -109,7 +118,7 @@ __device__ __forceinline__ void LoadKvTile(const TreeParams& p, const int32_t* p
       int64_t offset = 0;
       if (valid) {
         const int32_t pos = first_slot + tok;
-        const int64_t page = pages[pos / p.page_size];
+        const int64_t page = pages[pos / p.page_size - page_shift];
         offset = ((page * p.num_kv_heads + kv_head) * p.page_size + pos % p.page_size) * D + vec * kElemsPerVec;
       }
       const int s = row * kSmemStride<T, D> + vec * kElemsPerVec;
@@ -123,12 +132,42 @@ __device__ __forceinline__ void LoadKvTile(const TreeParams& p, const int32_t* p
 // any other read at run time (one uniform branch per tile).
 template <typename T, int D, int kTokens, int kThreads>
 __device__ __forceinline__ void LoadKvTileAnyPage(const TreeParams& p, const int32_t* pages, int32_t first_slot,
-                                                  int32_t kv_head, int32_t tok0, int32_t tok_end, T* sK, T* sV) {
+                                                  int32_t kv_head, int32_t tok0, int32_t tok_end, T* sK, T* sV,
+                                                  int32_t page_shift = 0) {
   if (p.page_size == 16) {
-    LoadKvTile<T, D, kTokens, kThreads, 16>(p, pages, first_slot, kv_head, tok0, tok_end, sK, sV);
+    LoadKvTile<T, D, kTokens, kThreads, 16>(p, pages, first_slot, kv_head, tok0, tok_end, sK, sV, page_shift);
   } else {
-    LoadKvTile<T, D, kTokens, kThreads, 0>(p, pages, first_slot, kv_head, tok0, tok_end, sK, sV);
+    LoadKvTile<T, D, kTokens, kThreads, 0>(p, pages, first_slot, kv_head, tok0, tok_end, sK, sV, page_shift);
   }
+}
+
+// The bench-only trace (TreeParams::trace): %globaltimer (ns, common to all
+// SMs) and clock64 (SM cycles). Item-kernel CTA b writes words
+// [b * kTraceItemWords, ...): globaltimer at 0 start, 1 first item's first KV
+// tile landed (mma.sync kernel), 2 first item done, 3 all items done; clock64
+// at 4 start, 5 first tile landed, 6 all items done; 7 the SM id. Merge CTA m
+// writes trace_merge[m * kTraceMergeWords, ...): 0 start, 1 dependency wait
+// returned, 2 done (globaltimer), 3 done minus wait in cycles. No register
+// stays live for it between records (the words' address is recomputed).
+inline constexpr int kTraceItemWords = 8;
+inline constexpr int kTraceMergeWords = 4;
+__device__ __forceinline__ unsigned long long GlobalTimerNs() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned SmId() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+// Thread 0 of an item-kernel CTA records globaltimer into word `gt` and,
+// when clk >= 0, clock64 into word `clk` (no-op without a trace).
+__device__ __forceinline__ void TraceRecord(const TreeParams& p, int gt, int clk) {
+  if (p.trace == nullptr || threadIdx.x != 0) return;
+  unsigned long long* w = p.trace + int64_t{blockIdx.x} * kTraceItemWords;
+  w[gt] = GlobalTimerNs();
+  if (clk >= 0) w[clk] = clock64();
 }
 
 }  // namespace banyan::attention::kernels

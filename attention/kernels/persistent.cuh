@@ -30,33 +30,86 @@ inline constexpr int kPersistentSmemBytes =
 // The loop of one CTA over its items, for any batched-item implementation:
 // run_batched(item, pipe, next, chain) runs a kBatched item (16-bit KV only;
 // chain: the CTA's next item is batched too, see tree.cuh KvPipeline), flattened items run RunFlattenedItem. The next item's
-// descriptor is loaded while the current one runs. s_rows / s_count:
-// the fused merge's shared memory (merge.cuh CompleteItem).
-template <typename T, int D, typename RunBatched>
+// descriptor is loaded while the current one runs; the first comes with the
+// CTA's range in its head (work_plan.h), loaded before anything else.
+// kNarrow (the mma.sync kernel): batched items run RunBatchedItemChained
+// directly, the first one with its page ids and q rows from the head
+// (p.use_head), and item groups (WorkItem::group, p.run_groups) run at once
+// (RunGroupedItems); run_batched is then unused. s_rows / s_count: the fused
+// merge's shared memory (merge.cuh CompleteItem).
+template <typename T, int D, bool kNarrow = false, typename RunBatched>
 __device__ __forceinline__ void RunCtaItems(const TreeParams& p, char* smem, int32_t* s_rows, int* s_count,
                                             RunBatched&& run_batched) {
   TriggerDependents();  // the merge grid may launch now; it waits for this grid's completion
-  const int32_t begin = p.cta_item_indptr[blockIdx.x], end = p.cta_item_indptr[blockIdx.x + 1];
-  WorkItem next = p.cta_first_item[blockIdx.x];  // loaded alongside the indptr, not after it
+  const int32_t* head = p.cta_head + int64_t{blockIdx.x} * kHeadStride;
+  TraceRecord(p, 0, 4);
+  static_assert(sizeof(WorkItem) == 3 * sizeof(int4) && kHeadPagesAt == 16, "head layout (work_plan.h)");
+  WorkItem next;
+  {
+    const int4* h4 = reinterpret_cast<const int4*>(head);
+    int4 w[3] = {h4[0], h4[1], h4[2]};
+    memcpy(&next, w, sizeof(next));
+  }
+  const int2 range = reinterpret_cast<const int2*>(head)[6];  // begin, end
+  const int32_t begin = range.x, end = range.y;
   KvPipeline pipe;
-  for (int32_t i = begin; i < end; ++i) {
+  for (int32_t i = begin; i < end;) {
     const WorkItem it = next;
-    const bool has_next = i + 1 < end;
-    if (has_next) next = p.items[i + 1];
+    int32_t span = 1;  // items this step runs
+    if constexpr (kNarrow && sizeof(T) == 2) {
+      if (p.run_groups != 0 && it.group >= 2) span = it.group;
+    }
+    const bool has_next = i + span < end;
+    if (has_next) next = p.items[i + span];
     if constexpr (sizeof(T) == 2) {
-      if (it.kind == static_cast<int32_t>(ItemKind::kBatched)) {
-        // Chained into the next item when it is batched too (its first KV tiles load during this one).
-        const bool chain = p.chain_items != 0 && has_next && next.kind == static_cast<int32_t>(ItemKind::kBatched);
-        run_batched(it, pipe, next, chain);
+      if (span > 1) {
+        if constexpr (kNarrow) {
+          WorkItem group[kStages];
+          group[0] = it;
+#pragma unroll
+          for (int s = 1; s < kStages; ++s) group[s] = s < span ? p.items[i + s] : it;
+          RunGroupedItems<T, D>(p, group, span, smem);
+          if (p.query_done != nullptr) {
+            for (int s = 0; s < span; ++s) {
+              __syncthreads();
+              CompleteItem<D, kThreads>(p, s == 0 ? it : p.items[i + s], s_rows, s_count);
+            }
+          }
+        }
+      } else if (it.kind == static_cast<int32_t>(ItemKind::kBatched)) {
+        // Chained into the next item when it is batched too (its first KV
+        // tiles load during this one) and not a group (groups start empty).
+        bool next_group = false;
+        if constexpr (kNarrow) next_group = p.run_groups != 0 && next.group >= 2;
+        const bool chain = p.chain_items != 0 && has_next && next.kind == static_cast<int32_t>(ItemKind::kBatched) &&
+                           !next_group;
+        if constexpr (kNarrow) {
+          const bool first = i == begin;
+          ItemHead ihead;
+          if (first && p.use_head != 0) {
+            const int2 pt = reinterpret_cast<const int2*>(head)[7];  // page_base, tiles (an L1 hit by now)
+            ihead.pages = head + kHeadPagesAt;
+            ihead.page_base = pt.x;
+            ihead.tiles = pt.y;
+            ihead.qrows = head + kHeadQrowsAt;
+          }
+          RunBatchedItemChained<T, D>(p, it, smem, pipe, next, chain, ihead, first);
+        } else {
+          run_batched(it, pipe, next, chain);
+        }
       } else {
         RunFlattenedItem<T, D>(p, it, smem);
       }
     } else {
       RunFlattenedItem<T, D>(p, it, smem);  // the planner never emits batched items for fp32
     }
-    if (p.query_done != nullptr) CompleteItem<D, kThreads>(p, it, s_rows, s_count);
+    if (p.query_done != nullptr && span == 1) CompleteItem<D, kThreads>(p, it, s_rows, s_count);
     __syncthreads();  // shared memory is reused by the next item
+    if (i == begin) TraceRecord(p, 2, -1);
+    i += span;
   }
+  TraceRecord(p, 3, 6);
+  if (p.trace != nullptr && threadIdx.x == 0) p.trace[int64_t{blockIdx.x} * kTraceItemWords + 7] = SmId();
   if (p.grid_barrier != nullptr) BarrierThenMergeAllRows<D, kThreads>(p);  // one launch (cooperative)
 }
 
@@ -67,10 +120,7 @@ __global__ void __launch_bounds__(kThreads, 1) PersistentAttentionKernel(const T
   extern __shared__ __align__(16) char smem[];
   __shared__ int32_t s_rows[kMaxMergeRows];
   __shared__ int s_count;
-  RunCtaItems<T, D>(p, smem, s_rows, &s_count,
-                    [&](const WorkItem& it, KvPipeline& pipe, const WorkItem& next, bool chain) {
-                      RunBatchedItemChained<T, D>(p, it, smem, pipe, next, chain);
-                    });
+  RunCtaItems<T, D, true>(p, smem, s_rows, &s_count, [](const WorkItem&, KvPipeline&, const WorkItem&, bool) {});
 }
 
 }  // namespace banyan::attention::kernels

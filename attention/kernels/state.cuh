@@ -47,16 +47,18 @@ __device__ __forceinline__ float MergedLse2(float max_lse2, float weight_sum) {
 // threads of a row, then each valid row's partial (o / l, lse2) into its
 // (entry, chunk) slot. o(i, k): the accumulator element of n-tile i (8
 // columns), k = 2 * r + column parity. REQUIRES: every lane of the warp calls.
-template <int D, typename Params, typename Item, typename Acc>
-__device__ __forceinline__ void StoreRowPartials(const Params& p, const Item& it, const int32_t (&entry)[2],
-                                                 const int32_t (&head)[2], const bool (&valid)[2],
-                                                 const float (&m)[2], float (&l)[2], int tq, Acc o) {
+// StoreRowPartialsAt: the same with the rows' slots (entry_partial_base[e] +
+// chunk) already loaded (a kernel that loads them when the item starts).
+template <int D, typename Params, typename Acc>
+__device__ __forceinline__ void StoreRowPartialsAt(const Params& p, const int32_t (&slots)[2],
+                                                   const int32_t (&head)[2], const bool (&valid)[2],
+                                                   const float (&m)[2], float (&l)[2], int tq, Acc o) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     if (!valid[r]) continue;
-    const int64_t slot = int64_t{p.entry_partial_base[entry[r]]} + it.chunk;
+    const int64_t slot = slots[r];
     const float inv = FinalScale(l[r]);
     float* dst = p.partial_o + (slot * p.num_q_heads + head[r]) * D;
 #pragma unroll
@@ -65,6 +67,14 @@ __device__ __forceinline__ void StoreRowPartials(const Params& p, const Item& it
     }
     if (tq == 0) p.partial_lse[slot * p.num_q_heads + head[r]] = FinalLse2(m[r], l[r]);
   }
+}
+template <int D, typename Params, typename Item, typename Acc>
+__device__ __forceinline__ void StoreRowPartials(const Params& p, const Item& it, const int32_t (&entry)[2],
+                                                 const int32_t (&head)[2], const bool (&valid)[2],
+                                                 const float (&m)[2], float (&l)[2], int tq, Acc o) {
+  const int32_t slots[2] = {valid[0] ? p.entry_partial_base[entry[0]] + it.chunk : 0,
+                            valid[1] ? p.entry_partial_base[entry[1]] + it.chunk : 0};
+  StoreRowPartialsAt<D>(p, slots, head, valid, m, l, tq, o);
 }
 
 }  // namespace banyan::attention::kernels
