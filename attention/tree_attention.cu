@@ -117,7 +117,7 @@ int64_t Bucket(int64_t n) {
 }
 
 enum Array { kSegPageIndptr, kPages, kFirstSlot, kSegEntryIndptr, kEntryQuery, kEntryLimit, kQueryIndptr,
-             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kCtaHead, kPartialBase, kNumChunks, kRowSlotIndptr, kNumQueries,
+             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kCtaHead, kPartialBase, kNumChunks, kRowSlotIndptr, kNumQueries, kItemEntry,
              kNumArrays };
 
 }  // namespace
@@ -159,6 +159,7 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {work_.entry_num_chunks.data(), static_cast<int64_t>(work_.entry_num_chunks.size())},
       {work_.row_slot_indptr.data(), static_cast<int64_t>(work_.row_slot_indptr.size())},
       {&nq, 1},
+      {work_.item_entry.data(), static_cast<int64_t>(work_.item_entry.size())},
   };
   // Offsets from bucketed capacities: unchanged while every array fits its bucket.
   int64_t offsets[kNumArrays + 1];
@@ -286,6 +287,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.items = reinterpret_cast<const WorkItem*>(blob + offsets_[kItems]);
   p.cta_item_indptr = blob + offsets_[kCtaIndptr];
   p.cta_head = blob + offsets_[kCtaHead];
+  p.item_entry = reinterpret_cast<const int4*>(blob + offsets_[kItemEntry]);  // offsets are multiples of 64
   p.entry_partial_base = blob + offsets_[kPartialBase];
   p.entry_num_chunks = blob + offsets_[kNumChunks];
   p.row_slot_indptr = blob + offsets_[kRowSlotIndptr];

@@ -184,7 +184,7 @@ class TreeAttention {
   gpu::PinnedBuffer staging_;
   gpu::DeviceBuffer partials_;
   cudaEvent_t staging_free_ = nullptr;
-  static constexpr int kNumUploadArrays = 16;  // the arrays Upload copies (tree_attention.cu)
+  static constexpr int kNumUploadArrays = 17;  // the arrays Upload copies (tree_attention.cu)
   int64_t offsets_[kNumUploadArrays + 1] = {};
 };
 

@@ -228,6 +228,17 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     }
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }
+  // Each item's first entry (WorkPlan::item_entry).
+  out.item_entry.assign(out.items.size() * 4, 0);
+  for (size_t i = 0; i < out.items.size(); ++i) {
+    const WorkItem& it = out.items[i];
+    const int32_t e0 = it.entry_begin + it.row_begin / group;
+    const int32_t e_last = it.entry_begin + (it.row_begin + it.row_count - 1) / group;
+    out.item_entry[4 * i] = plan.entry_query[e0];
+    out.item_entry[4 * i + 1] = plan.entry_kv_limit[e0];
+    out.item_entry[4 * i + 2] = out.entry_partial_base[e0];
+    out.item_entry[4 * i + 3] = e0 == e_last ? 1 : 0;
+  }
   // 5. The CTA heads (work_plan.h kHeadStride).
   out.cta_head.assign(static_cast<size_t>(ctas) * kHeadStride, 0);
   for (int32_t c = 0; c < ctas; ++c) {

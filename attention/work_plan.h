@@ -134,6 +134,11 @@ struct WorkPlan {
   // so that a kernel can start its first item without waiting for
   // cta_item_indptr, the plan's page ids or entry_query.
   std::vector<int32_t> cta_head;
+  // Per item, 4 int32: entry_query, entry_kv_limit and entry_partial_base of
+  // the item's first entry, then 1 when all of its rows belong to that entry
+  // (else 0): what a kernel needs of a one-entry item (a leaf's suffix) comes
+  // with the item, with no dependent load.
+  std::vector<int32_t> item_entry;
   // Partial slots: entry e owns slots entry_partial_base[e] + [0, entry_num_chunks[e]).
   // The slots of one query row are contiguous, row after row: row q's are
   // row_slot_indptr[q] .. row_slot_indptr[q + 1] (what the merge reads).

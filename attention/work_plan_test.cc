@@ -128,6 +128,17 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
       EXPECT_EQ(head[kHeadQrowsAt + e - e0], tree.plan.entry_query[e]);
     }
   }
+  // Each item's first entry, and whether it is the item's only one.
+  ASSERT_EQ(wp.item_entry.size(), wp.items.size() * 4);
+  for (size_t i = 0; i < wp.items.size(); ++i) {
+    const WorkItem& it = wp.items[i];
+    const int32_t g = c.q_heads / c.kv_heads;
+    const int32_t e0 = it.entry_begin + it.row_begin / g;
+    EXPECT_EQ(wp.item_entry[4 * i], tree.plan.entry_query[e0]);
+    EXPECT_EQ(wp.item_entry[4 * i + 1], tree.plan.entry_kv_limit[e0]);
+    EXPECT_EQ(wp.item_entry[4 * i + 2], wp.entry_partial_base[e0]);
+    EXPECT_EQ(wp.item_entry[4 * i + 3], (it.row_begin % g + it.row_count <= g) ? 1 : 0);
+  }
   // Groups: only with group_small; g consecutive small batched items of one CTA.
   int32_t grouped = 0;
   for (int32_t cta = 0; cta < device.num_ctas(); ++cta) {

@@ -26,6 +26,7 @@ struct TreeParams {
   const WorkItem* items;                // [num_items], grouped by CTA
   const int32_t* cta_item_indptr;       // [gridDim.x + 1]
   const int32_t* cta_head;              // [gridDim.x][kHeadStride] each CTA's head (work_plan.h)
+  const int4* item_entry;               // [num_items] WorkPlan::item_entry
   const int32_t* entry_partial_base;    // [num_entries]
   const int32_t* entry_num_chunks;      // [num_entries]
   const int32_t* row_slot_indptr;       // [num_queries + 1] each row's partial slots (contiguous)

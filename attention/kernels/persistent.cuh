@@ -52,23 +52,36 @@ __device__ __forceinline__ void RunCtaItems(const TreeParams& p, char* smem, int
   }
   const int2 range = reinterpret_cast<const int2*>(head)[6];  // begin, end
   const int32_t begin = range.x, end = range.y;
+  int4 next_ie = int4{0, 0, 0, 0};  // kNarrow: the next item's item_entry
+  if constexpr (kNarrow) {
+    if (begin < end) next_ie = p.item_entry[begin];
+  }
   KvPipeline pipe;
   for (int32_t i = begin; i < end;) {
     const WorkItem it = next;
+    const int4 ie = next_ie;
     int32_t span = 1;  // items this step runs
     if constexpr (kNarrow && sizeof(T) == 2) {
       if (p.run_groups != 0 && it.group >= 2) span = it.group;
     }
     const bool has_next = i + span < end;
-    if (has_next) next = p.items[i + span];
+    if (has_next) {
+      next = p.items[i + span];
+      if constexpr (kNarrow) next_ie = p.item_entry[i + span];
+    }
     if constexpr (sizeof(T) == 2) {
       if (span > 1) {
         if constexpr (kNarrow) {
           WorkItem group[kStages];
+          int4 group_ie[kStages];
           group[0] = it;
+          group_ie[0] = ie;
 #pragma unroll
-          for (int s = 1; s < kStages; ++s) group[s] = s < span ? p.items[i + s] : it;
-          RunGroupedItems<T, D>(p, group, span, smem);
+          for (int s = 1; s < kStages; ++s) {
+            group[s] = s < span ? p.items[i + s] : it;
+            group_ie[s] = s < span ? p.item_entry[i + s] : ie;
+          }
+          RunGroupedItems<T, D>(p, group, group_ie, span, smem);
           if (p.query_done != nullptr) {
             for (int s = 0; s < span; ++s) {
               __syncthreads();
@@ -93,7 +106,7 @@ __device__ __forceinline__ void RunCtaItems(const TreeParams& p, char* smem, int
             ihead.tiles = pt.y;
             ihead.qrows = head + kHeadQrowsAt;
           }
-          RunBatchedItemChained<T, D>(p, it, smem, pipe, next, chain, ihead, first);
+          RunBatchedItemChained<T, D>(p, it, smem, pipe, next, chain, ihead, first, ie, next_ie);
         } else {
           run_batched(it, pipe, next, chain);
         }

@@ -187,11 +187,14 @@ __device__ __forceinline__ void LoadQFragments(const TreeParams& p, const int32_
 // first item: its head; used by the prologue's tiles only). trace_first: this
 // is the CTA's first item (the trace records its first tile's arrival).
 // kEarlySlots: the rows' partial slots are loaded when the item starts (two
-// more live registers through the tile loop), else after it.
+// more live registers through the tile loop), else after it. ie / next_ie:
+// the item's and the next item's WorkPlan::item_entry (w = 0: unknown, the
+// rows' entry metadata is loaded from the plan arrays).
 template <typename T, int D, bool kEarlySlots = true>
 __device__ __forceinline__ void RunBatchedItemChained(const TreeParams& p, const WorkItem& it, char* smem,
                                                       KvPipeline& pl, const WorkItem& next, bool chain,
-                                                      const ItemHead& ihead = ItemHead{}, bool trace_first = false) {
+                                                      const ItemHead& ihead = ItemHead{}, bool trace_first = false,
+                                                      int4 ie = int4{0, 0, 0, 0}, int4 next_ie = int4{0, 0, 0, 0}) {
   constexpr int kStagesN = kStages;
   constexpr int kStride = kSmemStride<T, D>;
   constexpr int kTileElems = kKvTile * kStride;
@@ -211,9 +214,15 @@ __device__ __forceinline__ void RunBatchedItemChained(const TreeParams& p, const
     entry[r] = seg_entry0 + packed / p.group;
     head[r] = it.kv_head * p.group + packed % p.group;
     const int32_t e_local = entry[r] - item_entry0;
-    qrow[r] = ihead.qrows != nullptr && e_local < kHeadQrows ? ihead.qrows[e_local] : p.entry_query[entry[r]];
-    limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
-    if constexpr (kEarlySlots) slot[r] = valid[r] ? p.entry_partial_base[entry[r]] + it.chunk : 0;
+    if (ie.w != 0) {  // one entry: its metadata came with the item (no dependent loads)
+      qrow[r] = ie.x;
+      limit[r] = valid[r] ? min(ie.y, it.kv_end) : 0;
+      if constexpr (kEarlySlots) slot[r] = valid[r] ? ie.z + it.chunk : 0;
+    } else {
+      qrow[r] = ihead.qrows != nullptr && e_local < kHeadQrows ? ihead.qrows[e_local] : p.entry_query[entry[r]];
+      limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
+      if constexpr (kEarlySlots) slot[r] = valid[r] ? p.entry_partial_base[entry[r]] + it.chunk : 0;
+    }
   }
   const bool warp_active = warp * 16 < it.row_count;
 
@@ -232,7 +241,9 @@ __device__ __forceinline__ void RunBatchedItemChained(const TreeParams& p, const
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int local = warp * 16 + gq + r * 8;
-      if (local < next.row_count) next_qrow[r] = p.entry_query[next.entry_begin + (next.row_begin + local) / p.group];
+      if (local < next.row_count) {
+        next_qrow[r] = next_ie.w != 0 ? next_ie.x : p.entry_query[next.entry_begin + (next.row_begin + local) / p.group];
+      }
     }
   }
   // The loader: virtual tile v < num_tiles is this item's tile v, else the
@@ -324,8 +335,8 @@ __device__ __forceinline__ void RunBatchedItemChained(const TreeParams& p, const
 // items[w] on KV stage w, warps g.. only load. REQUIRES: an empty KV pipeline
 // (no cp.async in flight); leaves it empty.
 template <typename T, int D>
-__device__ __forceinline__ void RunGroupedItems(const TreeParams& p, const WorkItem (&items)[kStages], int g,
-                                                char* smem) {
+__device__ __forceinline__ void RunGroupedItems(const TreeParams& p, const WorkItem (&items)[kStages],
+                                                const int4 (&ies)[kStages], int g, char* smem) {
   constexpr int kStride = kSmemStride<T, D>;
   constexpr int kTileElems = kKvTile * kStride;
   constexpr int kVecs = D * static_cast<int>(sizeof(T)) / 16;
@@ -336,9 +347,13 @@ __device__ __forceinline__ void RunGroupedItems(const TreeParams& p, const WorkI
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, tq = lane % 4;
   // This warp's item and this thread's two rows.
   WorkItem it = items[0];
+  int4 ie = ies[0];
 #pragma unroll
   for (int s = 1; s < kStages; ++s) {
-    if (warp == s) it = items[s];
+    if (warp == s) {
+      it = items[s];
+      ie = ies[s];
+    }
   }
   const bool active = warp < g;
   int32_t entry[2], head[2], qrow[2], limit[2], slot[2];
@@ -350,9 +365,15 @@ __device__ __forceinline__ void RunGroupedItems(const TreeParams& p, const WorkI
     const int32_t packed = it.row_begin + (valid[r] ? local : 0);
     entry[r] = it.entry_begin + packed / p.group;
     head[r] = it.kv_head * p.group + packed % p.group;
-    qrow[r] = p.entry_query[entry[r]];
-    limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
-    slot[r] = valid[r] ? p.entry_partial_base[entry[r]] + it.chunk : 0;
+    if (ie.w != 0) {  // one entry: its metadata came with the item
+      qrow[r] = ie.x;
+      limit[r] = valid[r] ? min(ie.y, it.kv_end) : 0;
+      slot[r] = valid[r] ? ie.z + it.chunk : 0;
+    } else {
+      qrow[r] = p.entry_query[entry[r]];
+      limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
+      slot[r] = valid[r] ? p.entry_partial_base[entry[r]] + it.chunk : 0;
+    }
   }
   // Every tile's page ids (independent loads), then every copy.
   const T* pool = static_cast<const T*>(p.kv_pool);
