@@ -13,6 +13,9 @@
 //            own KV pipeline (no loads of the next item during the current);
 //   onelaunch the defaults as one cooperative launch: every CTA merges after
 //            a grid-wide barrier (no merge kernel);
+//   nohead / nogroup  the defaults without the CTA head (each CTA's first
+//            item reads page ids and q rows from the plan) / without small-item
+//            groups (kNarrow only; second table, PrintSmallTable);
 //   perseq   PathChoice::kPerSequence: each row reads its whole path itself,
 //            tensor-core tiles per sequence (FlashInfer-style GQA decode)
 //   flat     PathChoice::kFlattened: FlashDecoding-style split-K on CUDA cores
@@ -22,6 +25,8 @@
 // on the H100 (bench/RESULTS.md "Device ceilings").
 //
 //   attention_bench [--benchmark_filter=...]     prints a compact table last
+//   BANYAN_BENCH_TRACE=1 attention_bench ...     also 5 traced Runs per row:
+//            where the time goes (globaltimer per CTA, TreeAttention::set_trace)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
