@@ -127,7 +127,9 @@ class TreeAttention {
   void set_grid_merge(bool grid_merge) { grid_merge_ = grid_merge; }
   // kNarrow only. true (default): batched items of at most kGroupRows rows
   // and one KV tile are planned in groups (WorkItem::group) that the kernel
-  // runs at once, one warp per item. Takes effect at the next Prepare.
+  // runs at once, one warp per item, in plans with at least kGroupMinPerCta
+  // such items per CTA (H100: 12-25% faster there, slower with fewer;
+  // attention/PERF_NOTES.md session 3). Takes effect at the next Prepare.
   void set_group_items(bool group) { group_items_ = group; }
   // kNarrow only. true (default): each CTA's first item reads its page ids
   // and q rows from the CTA's head (work_plan.h) instead of the plan arrays.
