@@ -197,13 +197,16 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     return absl::FailedPreconditionError(
         "attention: the wgmma and tma variants need an sm_90a kernel image on a compute capability 9.0 device");
   }
-  if (variant_ == KernelVariant::kTma &&
-      (!KvTensorMapSupported(args.layout, args.kv_dtype) || args.q_dtype != args.kv_dtype || grid_merge_ ||
-       reinterpret_cast<uintptr_t>(args.q) % 16 != 0 || path == PathChoice::kFlattened)) {
+  const bool tma_reads = KvTensorMapSupported(args.layout, args.kv_dtype) && args.q_dtype == args.kv_dtype &&
+                         !grid_merge_ && reinterpret_cast<uintptr_t>(args.q) % 16 == 0 &&
+                         path != PathChoice::kFlattened;
+  if (variant_ == KernelVariant::kTma && !tma_reads) {
     variant_ = KernelVariant::kWgmma;  // the TMA kernel cannot read this layout or q dtype
   }
   const bool auto_variant = variant_ == KernelVariant::kAuto;
-  if (auto_variant) variant_ = wgmma_available_ ? KernelVariant::kWgmma : KernelVariant::kNarrow;
+  if (auto_variant) {
+    variant_ = !wgmma_available_ ? KernelVariant::kNarrow : tma_reads ? KernelVariant::kTma : KernelVariant::kWgmma;
+  }
   if (args.kv_dtype == DType::kF32) variant_ = KernelVariant::kNarrow;  // no batched items
   // Configures variant_'s kernel and plans for its occupancy.
   auto configure_and_plan = [&]() -> absl::Status {
@@ -239,6 +242,10 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
       std::any_of(work_.items.begin(), work_.items.end(),
                   [](const WorkItem& it) { return it.kind != static_cast<int32_t>(ItemKind::kBatched); })) {
     variant_ = KernelVariant::kWgmma;  // the TMA kernel runs batched items only
+    BANYAN_RETURN_IF_ERROR(configure_and_plan());
+  }
+  if (auto_variant && variant_ == KernelVariant::kTma && static_cast<int64_t>(work_.items.size()) < grid_) {
+    variant_ = KernelVariant::kNarrow;  // fewer items than CTAs: latency-bound, the mma.sync head path measured faster
     BANYAN_RETURN_IF_ERROR(configure_and_plan());
   }
   if (auto_variant && variant_ == KernelVariant::kWgmma && MeanBatchedTiles(work_) < kWgmmaMinMeanTiles) {
@@ -295,12 +302,12 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.query_items = blob + offsets_[kQueryItems];
   const bool tma = variant_ == KernelVariant::kTma;
   const bool fused = !tma && !grid_merge_ && fused_merge_ && work_.fused_merge;
-  KvTensorMap kv_map;
+  KvTensorMaps kv_maps;
   if (tma) {
     if (reinterpret_cast<uintptr_t>(args.q) % 16 != 0) {
       return absl::InvalidArgumentError("attention: the tma variant needs 16-byte aligned q rows");
     }
-    BANYAN_RETURN_IF_ERROR(EncodeKvTensorMap(args.kv_pool, args.layout, args.kv_dtype, &kv_map));
+    BANYAN_RETURN_IF_ERROR(EncodeKvTensorMaps(args.kv_pool, args.layout, args.kv_dtype, &kv_maps));
   }
   p.query_done = fused ? query_done_.As<int32_t>() : nullptr;
   p.grid_barrier = grid_merge_ ? query_done_.As<int32_t>() + (query_done_.size() / sizeof(int32_t) - kBarrierInts)
@@ -344,10 +351,11 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
       if constexpr (sizeof(T) == 2) {
         items.blockDim = dim3(kernels::kTmaThreads);
         items.dynamicSmemBytes = kernels::kTmaSmemBytes<T, D>;
-        CUtensorMap map;
-        std::memcpy(&map, kv_map.bytes, sizeof(map));
-        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentTmaKernel<T, D>, p, map,
-                                                       KvTensorMapBoxRows(args.layout)));
+        CUtensorMap multi, single;
+        std::memcpy(&multi, kv_maps.multi.bytes, sizeof(multi));
+        std::memcpy(&single, kv_maps.single.bytes, sizeof(single));
+        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentTmaKernel<T, D>, p, multi, single,
+                                                       KvTensorMapBoxRows(args.layout), tma_pingpong_ ? 1 : 0));
       }
     } else if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {

@@ -48,8 +48,9 @@ namespace banyan::attention {
 // kWgmma (kernels/tree_wgmma.cuh): 64 rows per warpgroup on Hopper warpgroup
 // MMA (wgmma, sm_90a), K and V read by the tensor cores straight from
 // swizzled shared memory; needs an sm_90a image on a compute capability 9.0
-// device (TreeAttention::wgmma_available()). kAuto (the default) is kWgmma
-// where available, except for plans whose batched items are short (fewer than
+// device (TreeAttention::wgmma_available()). kAuto (the default) is kTma
+// (below) where it applies; else kWgmma where available, except for plans
+// whose batched items are short (fewer than
 // TreeAttention::kWgmmaMinMeanTiles KV tiles per item on average: there the
 // kNarrow tile measured faster), and kNarrow elsewhere; variant() reports the
 // resolved choice (fp32 KV, which has no batched items, resolves to kNarrow).
@@ -58,7 +59,10 @@ namespace banyan::attention {
 // with bulk copies ahead of two consumer warpgroups (sm_90a, like kWgmma).
 // It needs 16-bit q of the KV dtype and a page size that is a power of two
 // >= 8 (KvTensorMapSupported); elsewhere a kTma request resolves to kWgmma,
-// and it never fuses the merge or runs the grid merge.
+// and it never fuses the merge or runs the grid merge. kAuto picks kTma
+// wherever it can read the problem and the plan has at least one item per
+// CTA (H100: 1.3-1.45x faster than kWgmma on the long shapes of the sweep,
+// bench/RESULTS.md); plans with fewer items are latency-bound and run kNarrow.
 enum class KernelVariant { kNarrow, kWgmma, kTma, kAuto };
 
 class TreeAttention {
@@ -145,6 +149,12 @@ class TreeAttention {
   // CTAs of the merge launch for the prepared plan.
   int32_t merge_grid_size() const;
 
+  // kTma only: the two consumer warpgroups take turns issuing their
+  // products (FlashAttention-3's ping-pong) instead of running freely.
+  // Default kTmaPingPong. Takes effect at the next Run.
+  static constexpr bool kTmaPingPong = false;
+  void set_tma_pingpong(bool pingpong) { tma_pingpong_ = pingpong; }
+
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
   int32_t num_sms() const { return num_sms_; }
@@ -162,6 +172,7 @@ class TreeAttention {
   bool overlap_merge_ = true;
   bool chain_items_ = true;
   bool grid_merge_ = false;
+  bool tma_pingpong_ = kTmaPingPong;
   bool group_items_ = true;
   bool use_head_ = true;
   unsigned long long* trace_items_ = nullptr;

@@ -66,18 +66,20 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
     BANYAN_ASSERT_OK(kv.CopyFromHost(p.kv.data(), p.kv.size()));
     BANYAN_ASSERT_OK(q.CopyFromHost(p.q.data(), p.q.size()));
     // narrow_rows 0: all on wgmma; 16: small items on mma.sync; -1: the forced kNarrow kernel;
-    // -2: the warp-specialized TMA kernel (kTma; kWgmma where it cannot read the problem).
+    // -2: the warp-specialized TMA kernel (kTma; kWgmma where it cannot read the problem); -3: kTma
+    // with the consumer warpgroups in ping-pong.
     const bool tma_reads = c.q_dtype == c.kv_dtype && c.page_size >= 8 && (c.page_size & (c.page_size - 1)) == 0;
-    for (int32_t narrow_rows : {0, 16, -1, -2}) {
+    for (int32_t narrow_rows : {0, 16, -1, -2, -3}) {
       BANYAN_ASSERT_OK(out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, out.data(), c.out_dtype, lse.As<float>());
       args.kv_pool = kv.data();
       args.q = q.data();
       const KernelVariant want_variant = narrow_rows == -1   ? KernelVariant::kNarrow
-                                         : narrow_rows == -2 ? (tma_reads ? KernelVariant::kTma : KernelVariant::kWgmma)
+                                         : narrow_rows <= -2 ? (tma_reads ? KernelVariant::kTma : KernelVariant::kWgmma)
                                                              : KernelVariant::kWgmma;
-      runner->set_variant(narrow_rows == -2 ? KernelVariant::kTma : want_variant);
+      runner->set_variant(narrow_rows <= -2 ? KernelVariant::kTma : want_variant);
+      runner->set_tma_pingpong(narrow_rows == -3);
       runner->set_wgmma_narrow_rows(std::max(narrow_rows, 0));
       runner->set_fused_merge(narrow_rows == 0);  // both merge paths
       runner->set_chain_items(narrow_rows != 16);  // chained and unchained wgmma items
@@ -175,10 +177,22 @@ TEST(TreeWgmmaGpuApiTest, VariantResolution) {
     const bool wgmma = runner->wgmma_available() && c.kv_dtype != kF;
     const double mean_tiles = MeanBatchedTiles(runner->work_plan());
     std::printf("[ info ] rows %d mean tiles per batched item %.2f\n", plan.num_queries, mean_tiles);
-    EXPECT_EQ(runner->variant(), wgmma && mean_tiles >= TreeAttention::kWgmmaMinMeanTiles ? KernelVariant::kWgmma
-                                                                                           : KernelVariant::kNarrow);
+    // kAuto: kTma (these problems are TMA-readable) for plans with at least one item per CTA, kNarrow else.
+    const auto items = [&runner] { return static_cast<int64_t>(runner->work_plan().items.size()); };
+    if (!wgmma) {
+      EXPECT_EQ(runner->variant(), KernelVariant::kNarrow);
+    } else if (runner->variant() == KernelVariant::kTma) {
+      EXPECT_GE(items(), runner->grid_size());
+    } else {
+      EXPECT_EQ(runner->variant(), KernelVariant::kNarrow);
+      runner->set_variant(KernelVariant::kTma);
+      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+      EXPECT_LT(items(), runner->grid_size()) << "kAuto left kTma although the plan has an item per CTA";
+    }
     if (c.tree == &long_tree && wgmma) {
-      EXPECT_EQ(runner->variant(), KernelVariant::kWgmma);
+      runner->set_variant(KernelVariant::kAuto);
+      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+      EXPECT_EQ(runner->variant(), KernelVariant::kTma);
     }
     runner->set_variant(KernelVariant::kNarrow);  // the switch back to mma.sync
     BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));

@@ -5,8 +5,10 @@
 //            kMinChunk tokens, the merge as a programmatic dependent launch;
 //   narrow   the defaults with KernelVariant::kNarrow forced (the mma.sync tile);
 //   wgmma    the defaults with KernelVariant::kWgmma forced on every batched
-//            item (sm_90a; kAuto uses it only for plans averaging >= 3 KV
-//            tiles per item; skipped where the sm_90a image is not loaded);
+//            item (sm_90a; skipped where the sm_90a image is not loaded);
+//   tma / tma_pp  KernelVariant::kTma forced (the warp-specialized TMA
+//            kernel; kAuto's choice for plans of at least one item per CTA),
+//            without / with the consumer warpgroups in ping-pong;
 //   c64/c256 the same with chunks of at least 64 / 256 tokens;
 //   plain    the defaults with the merge as a plain second launch;
 //   nochain  the defaults with every batched item filling and draining its
@@ -58,7 +60,7 @@ struct Shape {
 };
 
 struct Row {
-  double tree = 0, narrow = 0, wgmma = 0, tma = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
+  double tree = 0, narrow = 0, wgmma = 0, tma = 0, tmapp = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
   double nohead = 0, nogroup = 0;  // the small-shape switches (PrintSmallTable)
 };
 // One column of the table: a path and the runner's settings.
@@ -73,6 +75,7 @@ struct Variant {
   const char* tag;
   bool cta_head = true;     // TreeAttention::set_cta_head
   bool group_items = true;  // TreeAttention::set_group_items
+  bool tma_pingpong = false;  // TreeAttention::set_tma_pingpong
 };
 // Where one Run's time goes (BANYAN_BENCH_TRACE=1: TreeAttention::set_trace),
 // us after the first item CTA's start (globaltimer), medians over 5 runs.
@@ -160,7 +163,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (v.min_chunk > 0) (*runner)->set_min_chunk(v.min_chunk);
   (*runner)->set_overlap_merge(v.overlap_merge);
   (*runner)->set_chain_items(v.chain_items);
-  if (v.variant == KernelVariant::kWgmma && !(*runner)->wgmma_available()) {
+  if ((v.variant == KernelVariant::kWgmma || v.variant == KernelVariant::kTma) && !(*runner)->wgmma_available()) {
     state.SkipWithError("no sm_90a image");
     return;
   }
@@ -168,6 +171,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   (*runner)->set_grid_merge(v.grid_merge);
   (*runner)->set_cta_head(v.cta_head);
   (*runner)->set_group_items(v.group_items);
+  (*runner)->set_tma_pingpong(v.tma_pingpong);
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -323,14 +327,14 @@ void PrintSmallTable() {
 
 void PrintTable() {
   // Ratios against the default (tree) column.
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
-              "narrow", "wgmma", "tma", "c64", "c256", "plain", "nochain", "1launch", "perseq", "flat", "floor", "x_floor", "ps/tree",
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape (bf16, D=128)", "tree",
+              "narrow", "wgmma", "tma", "tma_pp", "c64", "c256", "plain", "nochain", "1launch", "perseq", "flat", "floor", "x_floor", "ps/tree",
               "fl/tree");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
     if (r.tree <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n",
-                name.c_str(), r.tree, r.narrow, r.wgmma, r.tma, r.c64, r.c256, r.plain, r.nochain, r.one, r.perseq, r.flat, r.floor,
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.2f\n",
+                name.c_str(), r.tree, r.narrow, r.wgmma, r.tma, r.tmapp, r.c64, r.c256, r.plain, r.nochain, r.one, r.perseq, r.flat, r.floor,
                 r.tree / r.floor, r.perseq / r.tree, r.flat / r.tree);
   }
 }
@@ -347,6 +351,8 @@ int main(int argc, char** argv) {
                              Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kNarrow, false, &Row::narrow, "narrow"},
                              Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kWgmma, false, &Row::wgmma, "wgmma"},
                              Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kTma, false, &Row::tma, "tma"},
+                             Variant{PathChoice::kAuto, 0, true, true, KernelVariant::kTma, false, &Row::tmapp, "tmapp",
+                                     true, true, true},
                              Variant{PathChoice::kAuto, 64, true, true, kAutoTile, false, &Row::c64, "c64"},
                              Variant{PathChoice::kAuto, 256, true, true, kAutoTile, false, &Row::c256, "c256"},
                              Variant{PathChoice::kAuto, 0, false, true, kAutoTile, false, &Row::plain, "plain"},

@@ -1,7 +1,7 @@
 // Thin wrappers over the Hopper (sm_90a) asynchronous-copy PTX that the
 // warp-specialized tree kernel (tree_tma.cuh) uses: shared-memory mbarriers
 // (init, arrive, expect-tx, parity wait), bulk copies global -> shared that
-// complete on an mbarrier (1-D cp.async.bulk and 2-D tensor-map TMA loads),
+// complete on an mbarrier (1-D cp.async.bulk and 5-D tensor-map TMA loads),
 // register reallocation between warpgroups (setmaxnreg) and named barriers.
 // Like wgmma.cuh, every function compiles to nothing outside an sm_90a pass
 // (BANYAN_WGMMA_ENABLED); callers guard their use with the same macro.
@@ -97,22 +97,25 @@ __device__ __forceinline__ void BulkCopyToShared(void* dst, const void* src, uin
 #endif
 }
 
-// Loads the box of `map` at element coordinates (c0 innermost, c1) into
-// shared memory at `dst` (laid out and swizzled as the map says); completes
-// the box's bytes on `bar`. Elements outside the tensor read as zero.
-// `map` must live in parameter / constant / global memory (__grid_constant__).
-__device__ __forceinline__ void TmaLoad2d(void* dst, const CUtensorMap* map, int32_t c0, int32_t c1, uint64_t* bar) {
+// Loads the box of `map` at element coordinates (c0 innermost, c1, ..., c4)
+// into shared memory at `dst` (laid out and swizzled as the map says);
+// completes the box's bytes on `bar`. Elements outside the tensor read as
+// zero. `map` must live in parameter / constant / global memory
+// (__grid_constant__).
+__device__ __forceinline__ void TmaLoad5d(void* dst, const CUtensorMap* map, int32_t c0, int32_t c1, int32_t c2,
+                                          int32_t c3, int32_t c4, uint64_t* bar) {
 #ifdef BANYAN_WGMMA_ENABLED
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
-          "r"(SmemAddress(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(SmemAddress(bar))
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, "
+      "%6}], [%7];\n" ::"r"(SmemAddress(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(SmemAddress(bar))
       : "memory");
 #endif
 }
 
-// Register reallocation between the warpgroups of a CTA: every thread of a
-// warpgroup executes the same call.
+// Register reallocation between the warpgroups of a CTA (every thread of a
+// warpgroup executes the same call): the producer warpgroup gives registers
+// back, the consumer warpgroups take them.
 template <int kRegs>
 __device__ __forceinline__ void GrowRegisters() {
 #ifdef BANYAN_WGMMA_ENABLED
@@ -130,6 +133,11 @@ __device__ __forceinline__ void ShrinkRegisters() {
 // multiple of 32), with memory ordering among them.
 __device__ __forceinline__ void NamedBarrierSync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Arrives at barrier `id` without waiting (the other `threads` - 32k
+// participants wait with NamedBarrierSync).
+__device__ __forceinline__ void NamedBarrierArrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 }  // namespace banyan::attention::kernels

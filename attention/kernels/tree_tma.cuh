@@ -2,15 +2,17 @@
 // KernelVariant::kTma): the same work items, math (state.cuh) and partial
 // outputs as PersistentWgmmaKernel (tree_wgmma.cuh), restructured the way
 // FlashAttention-3 feeds its tensor cores. 384 threads:
-//   warpgroup 0, the producer (24 registers; one warp works): walks the CTA's
-//     items ahead of the math. Per item it copies the q rows (one 1-D bulk
-//     copy per row into a padded row-major buffer) and the row metadata into
-//     one of two item buffers; per 64-token KV tile it issues TMA box loads
-//     (tensor map over the whole KV pool, 128-byte swizzle, one box = one
-//     page of one KV head x 64 columns) into a ring of kTmaStages stages.
-//     Page ids come a 32-box window at a time, one per lane, the next window
-//     loaded while the current one is used.
-//   warpgroups 1-2, the consumers (240 registers): packed rows 0-63 and
+//   warpgroup 0, the producers (kTmaProducerRegs registers; two warps work):
+//     warp 1 copies each
+//     item's q rows (one 1-D bulk copy per row into a padded row-major
+//     buffer) and row metadata into one of two item buffers; warp 0 issues,
+//     per 64-token KV tile, TMA box loads (tensor maps over the whole KV pool,
+//     128-byte swizzle, kv_tensor_map.h) into a ring of kTmaStages stages:
+//     one box for K and one for V when the tile's pages have consecutive ids
+//     (the common case: pages are allocated in order), else one per page. Page ids come a 32-box window at a time,
+//     one per lane, the next window loaded while the current one is used;
+//     each warp loads the next item's descriptor during the current item.
+//   warpgroups 1-2, the consumers (kTmaConsumerRegs registers): packed rows 0-63 and
 //     64-127 of the item, exactly tree_wgmma.cuh's tile math (S = Q K^T on
 //     wgmma, online softmax in registers, O += P V on wgmma with P . V of tile
 //     t - 1 running under the softmax of tile t).
@@ -28,7 +30,7 @@
 //
 // Synchronization (mbarriers, tma.cuh): full[s] (1 arrival + the stage's
 // bytes), empty[s] (8 consumer warps, after their P . V of the stage
-// retired), item_full[b] (32 producer lanes + the q bytes) and item_empty[b]
+// retired), item_full[b] (the 32 lanes of producer warp 1 + the q bytes) and item_empty[b]
 // (256 consumer threads, once they hold the item in registers). The only
 // generic-proxy writes the tensor cores read are the zeroed V rows: the
 // consumers fence the async proxy and meet at named barrier 1 before using
@@ -49,14 +51,20 @@ namespace banyan::attention::kernels {
 
 inline constexpr int kTmaConsumerThreads = 2 * 128;  // two warpgroups x 64 packed rows = kTileRows
 inline constexpr int kTmaThreads = 128 + kTmaConsumerThreads;
-inline constexpr int kTmaItemBuffers = 2;
-inline constexpr int kTmaProducerRegs = 24;
-inline constexpr int kTmaConsumerRegs = 240;
+// One item buffer: the consumers free it as soon as they hold the item in
+// registers (at the item's start), so the next item's q rows still load
+// during the current item; its 35 KB buy a fifth KV stage at D = 128.
+inline constexpr int kTmaItemBuffers = 1;
+// Registers per thread after setmaxnreg (128 x 40 + 256 x 232 <= 64 K): the
+// consumers need more than the 168 of an even split to keep wgmma pipelined.
+inline constexpr int kTmaProducerRegs = 40;
+inline constexpr int kTmaConsumerRegs = 232;
 static_assert(kTmaConsumerThreads / 128 * 64 == kTileRows);  // 64 packed rows per consumer warpgroup
 
-// KV stages: D = 128 4 x 32 KB, D = 64 8 x 16 KB.
+// KV stages: D = 128 5 x 32 KB, D = 64 10 x 16 KB (with the item buffer,
+// under the 227 KB of shared memory a CTA may have).
 template <int D>
-inline constexpr int kTmaStages = D == 64 ? 8 : 4;
+inline constexpr int kTmaStages = D == 64 ? 10 : 5;
 
 // One item's q rows and row metadata, written by the producer.
 struct TmaItemMeta {
@@ -95,6 +103,7 @@ static_assert(sizeof(TmaItemMeta) % 16 == 0);
 // Dynamic shared memory of PersistentTmaKernel (+1 KB to align the base).
 template <typename T, int D>
 inline constexpr int kTmaSmemBytes = TmaSmem<T, D>::kBytes + 1024;
+static_assert(kTmaSmemBytes<__nv_bfloat16, 128> <= 227 * 1024 && kTmaSmemBytes<__nv_bfloat16, 64> <= 227 * 1024);
 
 // A ring position: stage index and the parity of its current use.
 template <int kSize>
@@ -124,23 +133,18 @@ struct TmaTiles {
   }
 };
 
-// The producer warp. box_rows = min(page size, 64).
+// Producer warp 1: each item's q rows and row metadata into the item
+// buffers. The next item's descriptor loads during the current one.
 template <typename T, int D>
-__device__ __forceinline__ void TmaProduce(const TreeParams& p, const CUtensorMap* map, int32_t box_rows, char* smem,
-                                           int32_t begin, int32_t end) {
+__device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem, int32_t begin, int32_t end) {
   using L = TmaSmem<T, D>;
   const int lane = threadIdx.x % 32;
-  const int page_shift = __ffs(p.page_size) - 1;
-  const int boxes_per_tile = kKvTile / box_rows;
-  const uint32_t box_bytes = static_cast<uint32_t>(box_rows) * 128u;  // rows x 64 columns x 2 bytes
-  const uint32_t present_bytes = box_bytes * 2u * (D / 64);           // K and V, every column block
-  const int64_t k_row0 = p.k_plane / D, v_row0 = p.v_plane / D;
   const T* q = static_cast<const T*>(p.q);
-  RingSlot<kTmaStages<D>> stage;
   RingSlot<kTmaItemBuffers> buf;
+  WorkItem next = begin < end ? p.items[begin] : WorkItem{};
   for (int32_t i = begin; i < end; ++i) {
-    const WorkItem it = p.items[i];
-    // The item's q rows and row metadata.
+    const WorkItem it = next;
+    if (i + 1 < end) next = p.items[i + 1];
     MbarrierWait(L::ItemEmpty(smem, buf.index), buf.phase ^ 1u);
     TmaItemMeta* meta = L::Meta(smem, buf.index);
     uint64_t* item_full = L::ItemFull(smem, buf.index);
@@ -163,8 +167,31 @@ __device__ __forceinline__ void TmaProduce(const TreeParams& p, const CUtensorMa
     }
     MbarrierArrive(item_full);
     buf.Advance();
+  }
+}
 
-    // The KV tiles.
+// Producer warp 0: the KV tiles of every item. box_rows = min(page size,
+// 64); maps: kv_tensor_map.h (multi: a whole tile of pages with consecutive
+// ids in one box, single: one page). The next item's descriptor loads
+// during the current one.
+template <typename T, int D>
+__device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensorMap* multi, const CUtensorMap* single,
+                                             int32_t box_rows, char* smem, int32_t begin, int32_t end) {
+  using L = TmaSmem<T, D>;
+  const int lane = threadIdx.x % 32;
+  const int page_shift = __ffs(p.page_size) - 1;
+  const int boxes_per_tile = kKvTile / box_rows;
+  const uint32_t box_bytes = static_cast<uint32_t>(box_rows) * 128u;  // rows x 64 columns x 2 bytes
+  const uint32_t present_bytes = box_bytes * 2u * (D / 64);           // K and V, every column block
+  // Plane pages (kv_tensor_map.h) of the layer's K and V planes.
+  const int64_t plane_page = int64_t{p.num_kv_heads} * p.page_size * D;
+  const int32_t k_page0 = static_cast<int32_t>(p.k_plane / plane_page);
+  const int32_t v_page0 = static_cast<int32_t>(p.v_plane / plane_page);
+  RingSlot<kTmaStages<D>> stage;
+  WorkItem next = begin < end ? p.items[begin] : WorkItem{};
+  for (int32_t i = begin; i < end; ++i) {
+    const WorkItem it = next;
+    if (i + 1 < end) next = p.items[i + 1];
     const TmaTiles tiles(it);
     const int num_boxes = tiles.count * boxes_per_tile;
     const int32_t* pages = p.page_indices + it.page_begin;
@@ -184,24 +211,35 @@ __device__ __forceinline__ void TmaProduce(const TreeParams& p, const CUtensorMa
         cur = nxt;
         nxt = window(cur_w + 1);
       }
+      // Present boxes, and whether the tile's pages have consecutive ids (one box then).
+      const int32_t first = __shfl_sync(0xffffffffu, cur, k0 % 32);
       int present = 0;
-      for (int b = 0; b < boxes_per_tile; ++b) present += __shfl_sync(0xffffffffu, cur, (k0 + b) % 32) >= 0;
+      bool consecutive = first >= 0;
+      for (int b = 0; b < boxes_per_tile; ++b) {
+        const int32_t page = __shfl_sync(0xffffffffu, cur, (k0 + b) % 32);
+        present += page >= 0;
+        consecutive = consecutive && page == first + b;
+      }
       MbarrierWait(L::Empty(smem, stage.index), stage.phase ^ 1u);
       uint64_t* full = L::Full(smem, stage.index);
       char* dst = L::Stage(smem, stage.index);
       if (lane == 0) MbarrierArriveExpectTx(full, static_cast<uint32_t>(present) * present_bytes);
-      for (int b = 0; b < boxes_per_tile; ++b) {
-        const int32_t page = __shfl_sync(0xffffffffu, cur, (k0 + b) % 32);
-        if (lane == 0 && page >= 0) {
-          const int32_t pos = tiles.base0 + (k0 + b) * box_rows;
-          const int64_t row =
-              (int64_t{page} * p.num_kv_heads + it.kv_head) * p.page_size + (pos & (p.page_size - 1));
-          char* box = dst + b * box_bytes;
+      const int32_t slot0 = (tiles.base0 + k0 * box_rows) & (p.page_size - 1);  // 0 unless pages exceed 64 slots
+      if (consecutive) {
+        if (lane == 0) {
+          TmaLoad5d(dst, multi, 0, slot0, k_page0 + first, it.kv_head, 0, full);
+          TmaLoad5d(dst + L::kTileBytes, multi, 0, slot0, v_page0 + first, it.kv_head, 0, full);
+        }
+      } else {
+        for (int b = 0; b < boxes_per_tile; ++b) {
+          const int32_t page = __shfl_sync(0xffffffffu, cur, (k0 + b) % 32);
+          if (lane == 0 && page >= 0) {
 #pragma unroll
-          for (int blk = 0; blk < D / 64; ++blk) {
-            TmaLoad2d(box + blk * kKvTile * 128, map, blk * 64, static_cast<int32_t>(k_row0 + row), full);
-            TmaLoad2d(box + L::kTileBytes + blk * kKvTile * 128, map, blk * 64, static_cast<int32_t>(v_row0 + row),
-                      full);
+            for (int blk = 0; blk < D / 64; ++blk) {
+              char* box = dst + blk * (kKvTile * 128) + b * box_bytes;
+              TmaLoad5d(box, single, 0, slot0, k_page0 + page, it.kv_head, blk, full);
+              TmaLoad5d(box + L::kTileBytes, single, 0, slot0, v_page0 + page, it.kv_head, blk, full);
+            }
           }
         }
       }
@@ -230,7 +268,8 @@ __device__ __forceinline__ void ZeroOutsideRows(char* v_tile, int32_t base, int3
 // The consumer warpgroups: consumer warp cw (0..7) owns packed rows
 // 16 cw .. 16 cw + 15 of each item, as tree_wgmma.cuh's warp cw.
 template <typename T, int D>
-__device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int32_t begin, int32_t end) {
+__device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int32_t begin, int32_t end,
+                                           bool pingpong) {
 #ifdef BANYAN_WGMMA_ENABLED
   using L = TmaSmem<T, D>;
   constexpr int kKSteps = D / 16;
@@ -275,7 +314,13 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     MbarrierArrive(L::ItemEmpty(smem, buf.index));
     buf.Advance();
 
-    const bool group_active = (cwarp / 4) * 64 < it.row_count;  // warpgroup-uniform
+    const int group = cwarp / 4;
+    const bool group_active = group * 64 < it.row_count;  // warpgroup-uniform
+    // Ping-pong (both warpgroups busy): they take turns issuing their
+    // products (named barriers 2 and 3), so that one's softmax runs while the
+    // other's products hold the tensor cores; warpgroup 0 goes first.
+    const bool pp = pingpong && it.row_count > 64;
+    if (pp && group == 1) NamedBarrierArrive(2, kTmaConsumerThreads);
     const TmaTiles tiles(it);
     const int32_t full_limit = min(valid[0] ? limit[0] : INT_MAX, valid[1] ? limit[1] : INT_MAX);
     float o[D / 2];
@@ -297,11 +342,12 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       if (group_active) {
         const int32_t tok0 = base - it.first_slot;
         float s[32];
+        if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
         WgmmaFence();
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
           const uint32_t off = stage.index * kStageUnits + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
-          Wgmma<T, 0>(s, qf[ks], k_desc0 + off, ks > 0 ? 1 : 0);
+          Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : 0);
         }
         WgmmaCommit();
         // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
@@ -309,9 +355,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         // (ptxas serializes every wgmma of a kernel that has one).
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-          Wgmma<T, 1>(o, pa[kk], v_desc0 + (prev_stage * kStageUnits + kk * 128), 1);
+          Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, prev_stage * kStageUnits + kk * 128), 1);
         }
         WgmmaCommit();
+        if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
         WgmmaWait<1>();
         FenceRegs(s);
         if (tok0 < it.kv_begin || tok0 + kKvTile > full_limit) {
@@ -342,6 +389,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         }
         WgmmaWait<0>();  // P . V of tile t - 1: o and pa are free
         FenceRegs(o);
+        if (t > 0) {  // this warp is done with tile t - 1's stage
+          __syncwarp();
+          if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
+        }
         if (factor[0] != 1.0f || factor[1] != 1.0f) {
 #pragma unroll
           for (int j = 0; j < D / 8; ++j) {
@@ -357,19 +408,22 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
           pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
         }
       }
-      if (t > 0) {  // this warp is done with tile t - 1's stage
+      if (!group_active && t > 0) {  // no math: done with tile t - 1's stage at once
         __syncwarp();
         if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
       }
       prev_stage = stage.index;
       stage.Advance();
     }
+    if (pp && group == 0) NamedBarrierSync(2, kTmaConsumerThreads);  // warpgroup 1's last turn
     if (tiles.count > 0) {
       if (group_active) {  // P . V of the last tile
         FenceRegs(o);
         WgmmaFence();
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], v_desc0 + (prev_stage * kStageUnits + kk * 128), 1);
+        for (int kk = 0; kk < 4; ++kk) {
+          Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, prev_stage * kStageUnits + kk * 128), 1);
+        }
         WgmmaCommit();
         WgmmaWait<0>();
         FenceRegs(o);
@@ -389,12 +443,13 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 
 // One launch of every work item of the plan (all kBatched, 16-bit KV and q
 // of the KV dtype, page size a power of two >= 8: TreeAttention checks).
-// kv_map: 2-D tensor map over the whole KV pool as rows of D elements, box
-// 64 columns x box_rows rows, 128-byte swizzle (kv_tensor_map.h).
+// kv_multi / kv_single: the 5-D tensor maps over the whole KV pool
+// (kv_tensor_map.h), box_rows slots per page box. pingpong:
+// the consumer warpgroups take turns on the tensor cores.
 template <typename T, int D>
 __global__ void __launch_bounds__(kTmaThreads, 1)
-    PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_map,
-                        int32_t box_rows) {
+    PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_multi,
+                        const __grid_constant__ CUtensorMap kv_single, int32_t box_rows, int32_t pingpong) {
 #ifdef BANYAN_WGMMA_ENABLED
   extern __shared__ __align__(1024) char smem_raw[];
   const uint32_t raw = SmemAddress(smem_raw);
@@ -416,15 +471,21 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   const int32_t begin = p.cta_item_indptr[blockIdx.x], end = p.cta_item_indptr[blockIdx.x + 1];
   if (threadIdx.x < 128) {
     ShrinkRegisters<kTmaProducerRegs>();
-    if (threadIdx.x < 32) TmaProduce<T, D>(p, &kv_map, box_rows, smem, begin, end);
+    if (threadIdx.x < 32) {
+      TmaProduceKv<T, D>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
+    } else if (threadIdx.x < 64) {
+      TmaProduceItems<T, D>(p, smem, begin, end);
+    }
   } else {
     GrowRegisters<kTmaConsumerRegs>();
-    TmaConsume<T, D>(p, smem, begin, end);
+    TmaConsume<T, D>(p, smem, begin, end, pingpong != 0);
   }
 #else
   (void)p;
-  (void)kv_map;
+  (void)kv_multi;
+  (void)kv_single;
   (void)box_rows;
+  (void)pingpong;
 #endif
 }
 

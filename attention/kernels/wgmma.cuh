@@ -48,6 +48,15 @@ __device__ __forceinline__ uint64_t SmemDescriptor(const void* smem, uint32_t lb
   return desc;
 }
 
+// desc with `units` (16-byte units) added to its start address: a 32-bit add
+// on the low word (the start address field never carries into the high
+// word for offsets inside the shared window), so no 64-bit arithmetic.
+__device__ __forceinline__ uint64_t DescriptorPlus(uint64_t desc, uint32_t units) {
+  uint64_t out;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(out) : "r"(static_cast<uint32_t>(desc) + units), "r"(static_cast<uint32_t>(desc >> 32)));
+  return out;
+}
+
 __device__ __forceinline__ void WgmmaFence() {
 #ifdef BANYAN_WGMMA_ENABLED
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
