@@ -301,7 +301,10 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.num_queries = blob + offsets_[kNumQueries];
   p.query_items = blob + offsets_[kQueryItems];
   const bool tma = variant_ == KernelVariant::kTma;
-  const bool fused = !tma && !grid_merge_ && fused_merge_ && work_.fused_merge;
+  // kTma has neither merge inside its launch: its rows always go to the merge kernel (also when the
+  // grid merge was switched on after the Prepare that chose kTma).
+  const bool grid_merge = grid_merge_ && !tma;
+  const bool fused = !tma && !grid_merge && fused_merge_ && work_.fused_merge;
   KvTensorMaps kv_maps;
   if (tma) {
     if (reinterpret_cast<uintptr_t>(args.q) % 16 != 0) {
@@ -310,7 +313,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     BANYAN_RETURN_IF_ERROR(EncodeKvTensorMaps(args.kv_pool, args.layout, args.kv_dtype, &kv_maps));
   }
   p.query_done = fused ? query_done_.As<int32_t>() : nullptr;
-  p.grid_barrier = grid_merge_ ? query_done_.As<int32_t>() + (query_done_.size() / sizeof(int32_t) - kBarrierInts)
+  p.grid_barrier = grid_merge ? query_done_.As<int32_t>() + (query_done_.size() / sizeof(int32_t) - kBarrierInts)
                                : nullptr;
   p.chain_items = chain_items_ ? 1 : 0;
   p.use_head = use_head_ ? 1 : 0;
@@ -346,7 +349,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     cooperative[0].id = cudaLaunchAttributeCooperative;
     cooperative[0].val.cooperative = 1;
     items.attrs = cooperative;
-    items.numAttrs = grid_merge_ ? 1 : 0;
+    items.numAttrs = grid_merge ? 1 : 0;
     if (tma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {
         items.blockDim = dim3(kernels::kTmaThreads);
@@ -367,7 +370,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
       items.dynamicSmemBytes = kernels::kPersistentSmemBytes<T, D>;
       BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentAttentionKernel<T, D>, p));
     }
-    if (fused || grid_merge_) return absl::OkStatus();  // the persistent kernel merged every row
+    if (fused || grid_merge) return absl::OkStatus();  // the persistent kernel merged every row
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(merge_grid);
     config.blockDim = dim3(kernels::kMergeThreads);

@@ -127,7 +127,8 @@ class TreeAttention {
   // true: one launch: the persistent kernel is a cooperative launch (every
   // CTA resident) and, after a grid-wide barrier, all CTAs merge the rows
   // (spread like the merge kernel). Overrides the fused and overlapped merge.
-  // Default false. Takes effect at the next Run.
+  // Default false. Takes effect at the next Run; a kTma launch ignores it (a
+  // Prepare after setting it resolves kTma to kWgmma).
   void set_grid_merge(bool grid_merge) { grid_merge_ = grid_merge; }
   // kNarrow only. true (default): batched items of at most kGroupRows rows
   // and one KV tile are planned in groups (WorkItem::group) that the kernel
