@@ -244,10 +244,6 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     variant_ = KernelVariant::kWgmma;  // the TMA kernel runs batched items only
     BANYAN_RETURN_IF_ERROR(configure_and_plan());
   }
-  if (auto_variant && variant_ == KernelVariant::kTma && static_cast<int64_t>(work_.items.size()) < grid_) {
-    variant_ = KernelVariant::kNarrow;  // fewer items than CTAs: latency-bound, the mma.sync head path measured faster
-    BANYAN_RETURN_IF_ERROR(configure_and_plan());
-  }
   if (auto_variant && variant_ == KernelVariant::kWgmma && MeanBatchedTiles(work_) < kWgmmaMinMeanTiles) {
     variant_ = KernelVariant::kNarrow;  // short items: the mma.sync tile measured faster
     BANYAN_RETURN_IF_ERROR(configure_and_plan());

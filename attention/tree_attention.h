@@ -60,9 +60,9 @@ namespace banyan::attention {
 // It needs 16-bit q of the KV dtype and a page size that is a power of two
 // >= 8 (KvTensorMapSupported); elsewhere a kTma request resolves to kWgmma,
 // and it never fuses the merge or runs the grid merge. kAuto picks kTma
-// wherever it can read the problem and the plan has at least one item per
-// CTA (H100: 1.3-1.45x faster than kWgmma on the long shapes of the sweep,
-// bench/RESULTS.md); plans with fewer items are latency-bound and run kNarrow.
+// wherever it can read the problem (H100, every shape of the sweep in one
+// run: as fast as the best other variant or faster, 1.3-1.45x kWgmma on the
+// long shapes; bench/RESULTS.md "Session 3, the TMA kernel").
 enum class KernelVariant { kNarrow, kWgmma, kTma, kAuto };
 
 class TreeAttention {

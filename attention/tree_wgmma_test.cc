@@ -177,23 +177,12 @@ TEST(TreeWgmmaGpuApiTest, VariantResolution) {
     const bool wgmma = runner->wgmma_available() && c.kv_dtype != kF;
     const double mean_tiles = MeanBatchedTiles(runner->work_plan());
     std::printf("[ info ] rows %d mean tiles per batched item %.2f\n", plan.num_queries, mean_tiles);
-    // kAuto: kTma (these problems are TMA-readable) for plans with at least one item per CTA, kNarrow else.
-    const auto items = [&runner] { return static_cast<int64_t>(runner->work_plan().items.size()); };
-    if (!wgmma) {
-      EXPECT_EQ(runner->variant(), KernelVariant::kNarrow);
-    } else if (runner->variant() == KernelVariant::kTma) {
-      EXPECT_GE(items(), runner->grid_size());
-    } else {
-      EXPECT_EQ(runner->variant(), KernelVariant::kNarrow);
-      runner->set_variant(KernelVariant::kTma);
-      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
-      EXPECT_LT(items(), runner->grid_size()) << "kAuto left kTma although the plan has an item per CTA";
-    }
-    if (c.tree == &long_tree && wgmma) {
-      runner->set_variant(KernelVariant::kAuto);
-      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
-      EXPECT_EQ(runner->variant(), KernelVariant::kTma);
-    }
+    // kAuto: kTma wherever TMA can read the problem (16-bit q of the KV dtype, page size 16 here).
+    EXPECT_EQ(runner->variant(), wgmma ? KernelVariant::kTma : KernelVariant::kNarrow);
+    runner->set_grid_merge(true);  // the grid merge is a kWgmma / kNarrow feature
+    BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+    EXPECT_NE(runner->variant(), KernelVariant::kTma);
+    runner->set_grid_merge(false);
     runner->set_variant(KernelVariant::kNarrow);  // the switch back to mma.sync
     BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
     EXPECT_EQ(runner->variant(), KernelVariant::kNarrow);

@@ -7,7 +7,7 @@
 //   wgmma    the defaults with KernelVariant::kWgmma forced on every batched
 //            item (sm_90a; skipped where the sm_90a image is not loaded);
 //   tma / tma_pp  KernelVariant::kTma forced (the warp-specialized TMA
-//            kernel; kAuto's choice for plans of at least one item per CTA),
+//            kernel; kAuto's choice wherever TMA can read the problem),
 //            without / with the consumer warpgroups in ping-pong;
 //   c64/c256 the same with chunks of at least 64 / 256 tokens;
 //   plain    the defaults with the merge as a plain second launch;
