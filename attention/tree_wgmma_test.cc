@@ -122,7 +122,10 @@ INSTANTIATE_TEST_SUITE_P(
         WgmmaCase{2, 48, 400, 2, 16, 128, kH, kH, kF, false, PathChoice::kBatched, 16},  // 8:1, fp16
         WgmmaCase{1, 2, 3000, 1, 80, 128, kB, kB, kF, false, PathChoice::kAuto, 16},     // 80 rows / tile
         WgmmaCase{2, 6, 100, 1, 8, 128, kB, kB, kF, true, PathChoice::kBatched, 16},     // prefill (causal)
-        WgmmaCase{3, 4, 70, 2, 8, 64, kH, kH, kF, true, PathChoice::kBatched, 8}));
+        WgmmaCase{3, 4, 70, 2, 8, 64, kH, kH, kF, true, PathChoice::kBatched, 8},
+        // Pages of 32 and of more than a tile (TMA boxes inside a page, kv_tensor_map.h).
+        WgmmaCase{3, 40, 300, 2, 8, 128, kB, kB, kF, false, PathChoice::kAuto, 32},
+        WgmmaCase{2, 24, 500, 1, 8, 64, kH, kH, kF, false, PathChoice::kAuto, 128}));
 
 // KV tiles per batched item of a work plan (TreeAttention's kAuto rule).
 double MeanBatchedTiles(const WorkPlan& work) {
