@@ -46,6 +46,7 @@
 #include "attention/kernels/tma.cuh"
 #include "attention/kernels/tree_wgmma.cuh"
 #include "attention/kernels/wgmma.cuh"
+#include "attention/kernels/wgmma_softmax.cuh"
 
 namespace banyan::attention::kernels {
 
@@ -361,52 +362,16 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
         WgmmaWait<1>();
         FenceRegs(s);
-        if (tok0 < it.kv_begin || tok0 + kKvTile > full_limit) {
-#pragma unroll
-          for (int j = 0; j < 32; ++j) {
-            const int32_t tok = tok0 + (j / 4) * 8 + tq * 2 + (j % 2);
-            if (tok < it.kv_begin || tok >= limit[(j % 4) / 2]) s[j] = -CUDART_INF_F;
-          }
-        }
-        float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
-#pragma unroll
-        for (int j = 0; j < 32; ++j) tile_max[(j % 4) / 2] = fmaxf(tile_max[(j % 4) / 2], s[j]);
-        float factor[2], neg_m[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-          const float m_new = fmaxf(m[r], tile_max[r] * scale);
-          factor[r] = RescaleFactor(m[r], m_new);
-          m[r] = m_new;
-          l[r] *= factor[r];
-          neg_m[r] = -SafeMax(m_new);
-        }
-#pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          s[j] = FastExp2(fmaf(s[j], scale, neg_m[(j % 4) / 2]));
-          l[(j % 4) / 2] += s[j];
-        }
+        float factor[2];
+        SoftmaxTile64(s, tok0, tok0 < it.kv_begin || tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m,
+                      l, factor);
         WgmmaWait<0>();  // P . V of tile t - 1: o and pa are free
         FenceRegs(o);
         if (t > 0) {  // this warp is done with tile t - 1's stage
           __syncwarp();
           if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
         }
-        if (factor[0] != 1.0f || factor[1] != 1.0f) {
-#pragma unroll
-          for (int j = 0; j < D / 8; ++j) {
-            o[j * 4 + 0] *= factor[0];
-            o[j * 4 + 1] *= factor[0];
-            o[j * 4 + 2] *= factor[1];
-            o[j * 4 + 3] *= factor[1];
-          }
-        }
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt * 4 + 0], s[nt * 4 + 1]);
-          pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
-        }
+        RescaleAndPackP<T>(o, factor, s, pa);
       }
       if (!group_active && t > 0) {  // no math: done with tile t - 1's stage at once
         __syncwarp();

@@ -38,6 +38,7 @@
 #include "attention/kernels/state.cuh"
 #include "attention/kernels/tree.cuh"
 #include "attention/kernels/wgmma.cuh"
+#include "attention/kernels/wgmma_softmax.cuh"
 
 namespace banyan::attention::kernels {
 
@@ -55,14 +56,6 @@ inline constexpr int kWgmmaItemBytes = kWgmmaStages<D> * 2 * kWgmmaTileElems<D> 
 template <typename T, int D>
 inline constexpr int kWgmmaSmemBytes =
     kMaxOf<kMaxOf<kWgmmaItemBytes<T, D>, kBatchedSmemBytes<T, D>>, kFlattenedSmemBytes<T, D>> + 1024;
-
-// 2^x with one MUFU op (flushes denormal results to 0; 2^-inf = 0). For
-// probabilities that end up in 16-bit P anyway.
-__device__ __forceinline__ float FastExp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // Copies of one item's KV tiles into the swizzled layout (wgmma.cuh), with
 // the page ids of a tile fetched one tile early: Issue(x) uses the ids the
@@ -251,7 +244,7 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
       for (int ks = 0; ks < kKSteps; ++ks) {
         // K-major B: block ks / 4 (kKvTile x 128 bytes), 32 bytes per k-step inside it.
         const uint32_t off = read_stage * kStageUnits + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
-        Wgmma<T, 0>(s, qf[ks], k_desc0 + off, ks > 0 ? 1 : 0);
+        Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : 0);
       }
       WgmmaCommit();
       // P . V of tile t - 1 runs while this tile's softmax does. For t = 0 it
@@ -259,58 +252,18 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         // MN-major B: 16 token rows (2048 bytes) per k-step; next 64 columns of D at LBO.
-        Wgmma<T, 1>(o, pa[kk], v_desc0 + (prev_stage * kStageUnits + kk * 128), 1);
+        Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, prev_stage * kStageUnits + kk * 128), 1);
       }
       WgmmaCommit();
       WgmmaWait<1>();  // S of tile t
       FenceRegs(s);
 
-      // Mask (only a tile that crosses a row's limit), row max of raw scores
-      // over the 4 threads of a row.
-      if (tok0 + kKvTile > full_limit) {
-#pragma unroll
-        for (int i = 0; i < 32; ++i) {
-          const int32_t tok = tok0 + (i / 4) * 8 + tq * 2 + (i % 2);
-          if (tok >= limit[(i % 4) / 2]) s[i] = -CUDART_INF_F;
-        }
-      }
-      float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
-#pragma unroll
-      for (int i = 0; i < 32; ++i) tile_max[(i % 4) / 2] = fmaxf(tile_max[(i % 4) / 2], s[i]);
-      float factor[2], neg_m[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        const float m_new = fmaxf(m[r], tile_max[r] * scale);
-        factor[r] = RescaleFactor(m[r], m_new);
-        m[r] = m_new;
-        l[r] *= factor[r];
-        neg_m[r] = -SafeMax(m_new);
-      }
-      // exp2(s * scale - m): one FFMA and one MUFU per score (-inf -> 0).
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        s[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
-        l[(i % 4) / 2] += s[i];
-      }
+      // Mask only a tile that crosses a row's limit (its tokens start at kv_begin).
+      float factor[2];
+      SoftmaxTile64(s, tok0, tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m, l, factor);
       WgmmaWait<0>();  // P . V of tile t - 1: o and pa are free
       FenceRegs(o);
-      if (factor[0] != 1.0f || factor[1] != 1.0f) {  // the running max moved
-#pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
-          o[i * 4 + 0] *= factor[0];
-          o[i * 4 + 1] *= factor[0];
-          o[i * 4 + 2] *= factor[1];
-          o[i * 4 + 3] *= factor[1];
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        // n-block nt covers tokens 8nt..8nt+7: k-step nt / 2, low or high half.
-        pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt * 4 + 0], s[nt * 4 + 1]);
-        pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
-      }
+      RescaleAndPackP<T>(o, factor, s, pa);
     }
     prev_stage = read_stage;
     read_stage = read_stage + 1 == kStagesN ? 0 : read_stage + 1;
@@ -319,7 +272,9 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
     FenceRegs(o);
     WgmmaFence();
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], v_desc0 + (prev_stage * kStageUnits + kk * 128), 1);
+    for (int kk = 0; kk < 4; ++kk) {
+      Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, prev_stage * kStageUnits + kk * 128), 1);
+    }
     WgmmaCommit();
     WgmmaWait<0>();
     FenceRegs(o);

@@ -53,7 +53,8 @@ __device__ __forceinline__ uint64_t SmemDescriptor(const void* smem, uint32_t lb
 // word for offsets inside the shared window), so no 64-bit arithmetic.
 __device__ __forceinline__ uint64_t DescriptorPlus(uint64_t desc, uint32_t units) {
   uint64_t out;
-  asm("mov.b64 %0, {%1, %2};" : "=l"(out) : "r"(static_cast<uint32_t>(desc) + units), "r"(static_cast<uint32_t>(desc >> 32)));
+  const uint32_t lo = static_cast<uint32_t>(desc) + units, hi = static_cast<uint32_t>(desc >> 32);
+  asm("mov.b64 %0, {%1, %2};" : "=l"(out) : "r"(lo), "r"(hi));
   return out;
 }
 

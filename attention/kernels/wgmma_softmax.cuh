@@ -1,0 +1,87 @@
+// The per-tile online softmax of the wgmma tree items (tree_wgmma.cuh and
+// tree_tma.cuh), for the two rows a thread holds of a 64-row x 64-token score
+// tile in the wgmma D layout (wgmma.cuh: s[4j + 0..1] row g, s[4j + 2..3] row
+// g + 8, tokens 8j + 2t .. 8j + 2t + 1). The state math is state.cuh's.
+#ifndef BANYAN_ATTENTION_KERNELS_WGMMA_SOFTMAX_CUH_
+#define BANYAN_ATTENTION_KERNELS_WGMMA_SOFTMAX_CUH_
+
+#include <math_constants.h>
+
+#include <cstdint>
+
+#include "attention/kernels/mma.cuh"
+#include "attention/kernels/state.cuh"
+
+namespace banyan::attention::kernels {
+
+// 2^x with one MUFU op (flushes denormal results to 0; 2^-inf = 0). For
+// probabilities that end up in 16-bit P anyway.
+__device__ __forceinline__ float FastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// One tile of raw scores s (token tok0 + column): when `mask`, scores of
+// tokens outside [kv_begin, limit[r]) become -inf; then the running max m and
+// sum l of each row move (row max over the 4 threads of a row), s becomes
+// exp2(s * scale - m) (one FFMA and one MUFU per score), and factor[r] is what
+// the row's accumulator must be multiplied by (1 when its max did not move).
+// scale: softmax scale * log2(e) (> 0).
+__device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool mask, int32_t kv_begin,
+                                              const int32_t (&limit)[2], int tq, float scale, float (&m)[2],
+                                              float (&l)[2], float (&factor)[2]) {
+  if (mask) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const int32_t tok = tok0 + (i / 4) * 8 + tq * 2 + (i % 2);
+      if (tok < kv_begin || tok >= limit[(i % 4) / 2]) s[i] = -CUDART_INF_F;
+    }
+  }
+  float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+  for (int i = 0; i < 32; ++i) tile_max[(i % 4) / 2] = fmaxf(tile_max[(i % 4) / 2], s[i]);
+  float neg_m[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+    const float m_new = fmaxf(m[r], tile_max[r] * scale);
+    factor[r] = RescaleFactor(m[r], m_new);
+    m[r] = m_new;
+    l[r] *= factor[r];
+    neg_m[r] = -SafeMax(m_new);
+  }
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    s[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
+    l[(i % 4) / 2] += s[i];
+  }
+}
+
+// o (the 64 x D accumulator, D layout) times each row's factor, skipped when
+// neither row's max moved; then P (16-bit, the A layout of P . V's four
+// k-steps) from the probabilities s.
+template <typename T, int kRegs>
+__device__ __forceinline__ void RescaleAndPackP(float (&o)[kRegs], const float (&factor)[2], const float (&s)[32],
+                                                uint32_t (&pa)[4][4]) {
+  if (factor[0] != 1.0f || factor[1] != 1.0f) {
+#pragma unroll
+    for (int i = 0; i < kRegs / 4; ++i) {
+      o[i * 4 + 0] *= factor[0];
+      o[i * 4 + 1] *= factor[0];
+      o[i * 4 + 2] *= factor[1];
+      o[i * 4 + 3] *= factor[1];
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    // n-block nt covers tokens 8nt..8nt+7: k-step nt / 2, low or high half.
+    pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt * 4 + 0], s[nt * 4 + 1]);
+    pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
+  }
+}
+
+}  // namespace banyan::attention::kernels
+
+#endif  // BANYAN_ATTENTION_KERNELS_WGMMA_SOFTMAX_CUH_
