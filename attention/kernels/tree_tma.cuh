@@ -46,7 +46,7 @@
 #include "attention/kernels/tma.cuh"
 #include "attention/kernels/tree_wgmma.cuh"
 #include "attention/kernels/wgmma.cuh"
-#include "attention/kernels/wgmma_softmax.cuh"
+#include "attention/kernels/wgmma_tile.cuh"
 
 namespace banyan::attention::kernels {
 
@@ -344,21 +344,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         const int32_t tok0 = base - it.first_slot;
         float s[32];
         if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
-        WgmmaFence();
-#pragma unroll
-        for (int ks = 0; ks < kKSteps; ++ks) {
-          const uint32_t off = stage.index * kStageUnits + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
-          Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : 0);
-        }
-        WgmmaCommit();
         // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
         // P = 0 times tile 0's V (landed, finite): no branch around wgmma
         // (ptxas serializes every wgmma of a kernel that has one).
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, prev_stage * kStageUnits + kk * 128), 1);
-        }
-        WgmmaCommit();
+        IssueTileProducts<T>(s, qf, k_desc0, stage.index * kStageUnits, o, pa, v_desc0, prev_stage * kStageUnits);
         if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
         WgmmaWait<1>();
         FenceRegs(s);

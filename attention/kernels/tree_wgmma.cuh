@@ -38,7 +38,7 @@
 #include "attention/kernels/state.cuh"
 #include "attention/kernels/tree.cuh"
 #include "attention/kernels/wgmma.cuh"
-#include "attention/kernels/wgmma_softmax.cuh"
+#include "attention/kernels/wgmma_tile.cuh"
 
 namespace banyan::attention::kernels {
 
@@ -239,22 +239,9 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
     if (group_active) {
       const int32_t tok0 = it.kv_begin + t * kKvTile;
       float s[32];
-      WgmmaFence();
-#pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks) {
-        // K-major B: block ks / 4 (kKvTile x 128 bytes), 32 bytes per k-step inside it.
-        const uint32_t off = read_stage * kStageUnits + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
-        Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : 0);
-      }
-      WgmmaCommit();
       // P . V of tile t - 1 runs while this tile's softmax does. For t = 0 it
       // adds P = 0 times tile 0's V (landed, finite): no branch around wgmma.
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        // MN-major B: 16 token rows (2048 bytes) per k-step; next 64 columns of D at LBO.
-        Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, prev_stage * kStageUnits + kk * 128), 1);
-      }
-      WgmmaCommit();
+      IssueTileProducts<T>(s, qf, k_desc0, read_stage * kStageUnits, o, pa, v_desc0, prev_stage * kStageUnits);
       WgmmaWait<1>();  // S of tile t
       FenceRegs(s);
 

@@ -1,9 +1,10 @@
-// The per-tile online softmax of the wgmma tree items (tree_wgmma.cuh and
-// tree_tma.cuh), for the two rows a thread holds of a 64-row x 64-token score
+// The per-tile math of the wgmma tree items (tree_wgmma.cuh and
+// tree_tma.cuh): the two products of a 64-token KV tile and the online
+// softmax between them, for the two rows a thread holds of a 64-row score
 // tile in the wgmma D layout (wgmma.cuh: s[4j + 0..1] row g, s[4j + 2..3] row
 // g + 8, tokens 8j + 2t .. 8j + 2t + 1). The state math is state.cuh's.
-#ifndef BANYAN_ATTENTION_KERNELS_WGMMA_SOFTMAX_CUH_
-#define BANYAN_ATTENTION_KERNELS_WGMMA_SOFTMAX_CUH_
+#ifndef BANYAN_ATTENTION_KERNELS_WGMMA_TILE_CUH_
+#define BANYAN_ATTENTION_KERNELS_WGMMA_TILE_CUH_
 
 #include <math_constants.h>
 
@@ -11,8 +12,32 @@
 
 #include "attention/kernels/mma.cuh"
 #include "attention/kernels/state.cuh"
+#include "attention/kernels/wgmma.cuh"
+#include "attention/work_plan.h"
 
 namespace banyan::attention::kernels {
+
+// Issues S = Q . K^T of the tile whose K starts `k_units` (16-byte units)
+// after k_desc0's, then P . V of the previous tile (P in pa) with V at
+// `v_units` after v_desc0's: two commit groups, S first. K is K-major B
+// (block ks / 4 of 64 tokens x 128 bytes, 32 bytes per k-step inside it), V
+// MN-major B (16 token rows, 2048 bytes, per k-step; the next 64 columns of
+// D at the descriptor's LBO).
+template <typename T, int kKSteps, int kORegs>
+__device__ __forceinline__ void IssueTileProducts(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
+                                                  uint32_t k_units, float (&o)[kORegs], const uint32_t (&pa)[4][4],
+                                                  uint64_t v_desc0, uint32_t v_units) {
+  WgmmaFence();
+#pragma unroll
+  for (int ks = 0; ks < kKSteps; ++ks) {
+    const uint32_t off = k_units + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
+    Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : 0);
+  }
+  WgmmaCommit();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, v_units + kk * 128), 1);
+  WgmmaCommit();
+}
 
 // 2^x with one MUFU op (flushes denormal results to 0; 2^-inf = 0). For
 // probabilities that end up in 16-bit P anyway.
@@ -84,4 +109,4 @@ __device__ __forceinline__ void RescaleAndPackP(float (&o)[kRegs], const float (
 
 }  // namespace banyan::attention::kernels
 
-#endif  // BANYAN_ATTENTION_KERNELS_WGMMA_SOFTMAX_CUH_
+#endif  // BANYAN_ATTENTION_KERNELS_WGMMA_TILE_CUH_
