@@ -372,15 +372,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     if (pp && group == 0) NamedBarrierSync(2, kTmaConsumerThreads);  // warpgroup 1's last turn
     if (tiles.count > 0) {
       if (group_active) {  // P . V of the last tile
-        FenceRegs(o);
-        WgmmaFence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, prev_stage * kStageUnits + kk * 128), 1);
-        }
-        WgmmaCommit();
-        WgmmaWait<0>();
-        FenceRegs(o);
+        LastTileProduct<T>(o, pa, v_desc0, prev_stage * kStageUnits);
       }
       __syncwarp();
       if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));

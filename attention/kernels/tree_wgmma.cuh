@@ -256,15 +256,7 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
     read_stage = read_stage + 1 == kStagesN ? 0 : read_stage + 1;
   }
   if (group_active && num_tiles > 0) {  // P . V of the last tile
-    FenceRegs(o);
-    WgmmaFence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, prev_stage * kStageUnits + kk * 128), 1);
-    }
-    WgmmaCommit();
-    WgmmaWait<0>();
-    FenceRegs(o);
+    LastTileProduct<T>(o, pa, v_desc0, prev_stage * kStageUnits);
   }
   pipe.stage0 = (stage0 + num_tiles) % kStagesN;
   pipe.preloaded = next_pre;

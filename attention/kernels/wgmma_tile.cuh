@@ -39,6 +39,19 @@ __device__ __forceinline__ void IssueTileProducts(float (&s)[32], const uint32_t
   WgmmaCommit();
 }
 
+// P . V of an item's last tile (nothing else in flight), retired on return.
+template <typename T, int kORegs>
+__device__ __forceinline__ void LastTileProduct(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
+                                                uint32_t v_units) {
+  FenceRegs(o);
+  WgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, v_units + kk * 128), 1);
+  WgmmaCommit();
+  WgmmaWait<0>();
+  FenceRegs(o);
+}
+
 // 2^x with one MUFU op (flushes denormal results to 0; 2^-inf = 0). For
 // probabilities that end up in 16-bit P anyway.
 __device__ __forceinline__ float FastExp2(float x) {
