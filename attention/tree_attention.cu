@@ -46,39 +46,14 @@ absl::Status Dispatch(DType kv_dtype, int32_t head_dim, Fn&& fn) {
   return absl::InvalidArgumentError("attention: unsupported KV dtype");
 }
 
-// Sets the kernel's shared-memory limit; returns how many CTAs fit on an SM.
-template <typename T, int D>
-absl::StatusOr<int> ConfigureKernel() {
-  constexpr int kSmem = kernels::kPersistentSmemBytes<T, D>;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentAttentionKernel<T, D>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+// Sets a persistent kernel's shared-memory limit; returns how many CTAs of
+// `threads` threads fit on an SM.
+template <typename Kernel>
+absl::StatusOr<int> ConfigureKernel(Kernel* kernel, int threads, int smem_bytes) {
+  BANYAN_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   int blocks = 0;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernels::PersistentAttentionKernel<T, D>, kernels::kThreads, kSmem));
-  return std::max(1, blocks);
-}
-
-// The same for PersistentWgmmaKernel (16-bit KV only).
-template <typename T, int D>
-absl::StatusOr<int> ConfigureWgmmaKernel() {
-  constexpr int kSmem = kernels::kWgmmaSmemBytes<T, D>;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentWgmmaKernel<T, D>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  int blocks = 0;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernels::PersistentWgmmaKernel<T, D>, kernels::kThreads, kSmem));
-  return std::max(1, blocks);
-}
-
-// The same for PersistentTmaKernel (16-bit KV only).
-template <typename T, int D>
-absl::StatusOr<int> ConfigureTmaKernel() {
-  constexpr int kSmem = kernels::kTmaSmemBytes<T, D>;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernels::PersistentTmaKernel<T, D>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  int blocks = 0;
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernels::PersistentTmaKernel<T, D>, kernels::kTmaThreads, kSmem));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes));
   return std::max(1, blocks);
 }
 
@@ -215,15 +190,18 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
       constexpr int D = decltype(dim)::value;
       if constexpr (sizeof(T) == 2) {
         if (variant_ == KernelVariant::kWgmma) {
-          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureWgmmaKernel<T, D>()));
+          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, ConfigureKernel(kernels::PersistentWgmmaKernel<T, D>, kernels::kThreads,
+                                                               kernels::kWgmmaSmemBytes<T, D>));
           return absl::OkStatus();
         }
         if (variant_ == KernelVariant::kTma) {
-          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureTmaKernel<T, D>()));
+          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, ConfigureKernel(kernels::PersistentTmaKernel<T, D>,
+                                                               kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
           return absl::OkStatus();
         }
       }
-      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, (ConfigureKernel<T, D>()));
+      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, ConfigureKernel(kernels::PersistentAttentionKernel<T, D>, kernels::kThreads,
+                                                           kernels::kPersistentSmemBytes<T, D>));
       return absl::OkStatus();
     }));
     DeviceModel device;
@@ -301,12 +279,11 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   // grid merge was switched on after the Prepare that chose kTma).
   const bool grid_merge = grid_merge_ && !tma;
   const bool fused = !tma && !grid_merge && fused_merge_ && work_.fused_merge;
-  KvTensorMaps kv_maps;
   if (tma) {
     if (reinterpret_cast<uintptr_t>(args.q) % 16 != 0) {
       return absl::InvalidArgumentError("attention: the tma variant needs 16-byte aligned q rows");
     }
-    BANYAN_RETURN_IF_ERROR(EncodeKvTensorMaps(args.kv_pool, args.layout, args.kv_dtype, &kv_maps));
+    BANYAN_RETURN_IF_ERROR(UpdateKvMaps(args));
   }
   p.query_done = fused ? query_done_.As<int32_t>() : nullptr;
   p.grid_barrier = grid_merge ? query_done_.As<int32_t>() + (query_done_.size() / sizeof(int32_t) - kBarrierInts)
@@ -351,8 +328,8 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
         items.blockDim = dim3(kernels::kTmaThreads);
         items.dynamicSmemBytes = kernels::kTmaSmemBytes<T, D>;
         CUtensorMap multi, single;
-        std::memcpy(&multi, kv_maps.multi.bytes, sizeof(multi));
-        std::memcpy(&single, kv_maps.single.bytes, sizeof(single));
+        std::memcpy(&multi, kv_maps_.multi.bytes, sizeof(multi));
+        std::memcpy(&single, kv_maps_.single.bytes, sizeof(single));
         BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentTmaKernel<T, D>, p, multi, single,
                                                        KvTensorMapBoxRows(args.layout), tma_pingpong_ ? 1 : 0));
       }
@@ -391,6 +368,22 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
 int32_t TreeAttention::merge_grid_size() const {
   const int64_t merge_warps = Bucket(prepared_queries_) * prepared_q_heads_;
   return static_cast<int32_t>(std::min<int64_t>(int64_t{num_sms_} * 8, (merge_warps + 3) / 4));
+}
+
+absl::Status TreeAttention::UpdateKvMaps(const AttentionArgs& args) {
+  const KvLayout& a = args.layout;
+  const KvLayout& b = kv_maps_layout_;
+  if (kv_maps_pool_ == args.kv_pool && kv_maps_dtype_ == args.kv_dtype && a.num_layers == b.num_layers &&
+      a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim && a.page_size == b.page_size &&
+      a.num_pages == b.num_pages) {
+    return absl::OkStatus();
+  }
+  kv_maps_pool_ = nullptr;  // stays unset if the encoding fails
+  BANYAN_RETURN_IF_ERROR(EncodeKvTensorMaps(args.kv_pool, a, args.kv_dtype, &kv_maps_));
+  kv_maps_pool_ = args.kv_pool;
+  kv_maps_layout_ = a;
+  kv_maps_dtype_ = args.kv_dtype;
+  return absl::OkStatus();
 }
 
 absl::Status TreeAttention::Attend(const AttentionArgs& args, PathChoice path, cudaStream_t stream) {

@@ -36,6 +36,7 @@
 #include "absl/types/span.h"
 #include "attention/attention_args.h"
 #include "attention/bifurcated.h"
+#include "attention/kv_tensor_map.h"
 #include "attention/work_plan.h"
 #include "sdk/gpu/device_buffer.h"
 
@@ -163,6 +164,9 @@ class TreeAttention {
  private:
   TreeAttention() = default;
   absl::Status Upload(const AttentionPlan& plan, cudaStream_t stream);
+  // kv_maps_ for args' pool, layout and KV dtype, encoded only when one of
+  // them changed (the maps cover every layer: one encoding serves a step).
+  absl::Status UpdateKvMaps(const AttentionArgs& args);
 
   KernelVariant next_variant_ = KernelVariant::kAuto;
   KernelVariant variant_ = KernelVariant::kNarrow;
@@ -182,6 +186,11 @@ class TreeAttention {
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
   WorkPlan work_;
+  // The kTma kernel's tensor maps and what they were encoded for.
+  KvTensorMaps kv_maps_;
+  const void* kv_maps_pool_ = nullptr;
+  KvLayout kv_maps_layout_;
+  DType kv_maps_dtype_ = DType::kBf16;
   // Completion counters of the fused merge, one per query row (bucketed),
   // then the two ints of the grid merge's barrier; zero between launches
   // (each launch resets what it used).

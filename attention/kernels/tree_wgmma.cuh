@@ -193,17 +193,7 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
   // Q fragments (the wgmma A layout is the mma.sync one per warp); the scale
   // is applied to S in fp32.
   uint32_t qf[kKSteps][4];
-#pragma unroll
-  for (int ks = 0; ks < kKSteps; ++ks) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int64_t base = (int64_t{qrow[r]} * p.num_q_heads + head[r]) * D + ks * 16 + half * 8 + tq * 2;
-        qf[ks][half * 2 + r] = valid[r] ? LoadQPair<T>(p, base) : 0u;
-      }
-    }
-  }
+  LoadQFragments<T, D>(p, qrow, head, valid, tq, qf);
 
   float o[D / 2];
 #pragma unroll
