@@ -331,7 +331,9 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
         std::memcpy(&multi, kv_maps_.multi.bytes, sizeof(multi));
         std::memcpy(&single, kv_maps_.single.bytes, sizeof(single));
         BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentTmaKernel<T, D>, p, multi, single,
-                                                       KvTensorMapBoxRows(args.layout), tma_pingpong_ ? 1 : 0));
+                                                       KvTensorMapBoxRows(args.layout),
+                                                       (tma_pingpong_ ? kernels::kTmaPingPong : 0) |
+                                                           (tma_split_small_ ? kernels::kTmaSplitSmall : 0)));
       }
     } else if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {

@@ -156,6 +156,12 @@ class TreeAttention {
   // Default kTmaPingPong. Takes effect at the next Run.
   static constexpr bool kTmaPingPong = false;
   void set_tma_pingpong(bool pingpong) { tma_pingpong_ = pingpong; }
+  // kTma only: items of at most 64 packed rows (one warpgroup's worth) go
+  // to the two consumer warpgroups alternately, so that both compute; false:
+  // warpgroup 0 runs every such item while warpgroup 1 waits. Default
+  // kTmaSplitSmall. Takes effect at the next Run.
+  static constexpr bool kTmaSplitSmall = true;
+  void set_tma_split_small(bool split) { tma_split_small_ = split; }
 
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
@@ -178,6 +184,7 @@ class TreeAttention {
   bool chain_items_ = true;
   bool grid_merge_ = false;
   bool tma_pingpong_ = kTmaPingPong;
+  bool tma_split_small_ = kTmaSplitSmall;
   bool group_items_ = true;
   bool use_head_ = true;
   unsigned long long* trace_items_ = nullptr;

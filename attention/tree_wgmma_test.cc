@@ -67,9 +67,9 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
     BANYAN_ASSERT_OK(q.CopyFromHost(p.q.data(), p.q.size()));
     // narrow_rows 0: all on wgmma; 16: small items on mma.sync; -1: the forced kNarrow kernel;
     // -2: the warp-specialized TMA kernel (kTma; kWgmma where it cannot read the problem); -3: kTma
-    // with the consumer warpgroups in ping-pong.
+    // with the consumer warpgroups in ping-pong; -4: kTma with every small item on warpgroup 0.
     const bool tma_reads = c.q_dtype == c.kv_dtype && c.page_size >= 8 && (c.page_size & (c.page_size - 1)) == 0;
-    for (int32_t narrow_rows : {0, 16, -1, -2, -3}) {
+    for (int32_t narrow_rows : {0, 16, -1, -2, -3, -4}) {
       BANYAN_ASSERT_OK(out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, out.data(), c.out_dtype, lse.As<float>());
@@ -80,6 +80,7 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
                                                              : KernelVariant::kWgmma;
       runner->set_variant(narrow_rows <= -2 ? KernelVariant::kTma : want_variant);
       runner->set_tma_pingpong(narrow_rows == -3);
+      runner->set_tma_split_small(narrow_rows != -4);
       runner->set_wgmma_narrow_rows(std::max(narrow_rows, 0));
       runner->set_fused_merge(narrow_rows == 0);  // both merge paths
       runner->set_chain_items(narrow_rows != 16);  // chained and unchained wgmma items

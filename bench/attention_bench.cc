@@ -29,6 +29,12 @@
 //   attention_bench [--benchmark_filter=...]     prints a compact table last
 //   BANYAN_BENCH_TRACE=1 attention_bench ...     also 5 traced Runs per row:
 //            where the time goes (globaltimer per CTA, TreeAttention::set_trace)
+//   BANYAN_BENCH_TRACE_DUMP=<file>               with the trace: every CTA's raw
+//            words of the last traced Run appended to <file> (kernels/params.cuh)
+//   BANYAN_BENCH_ORDERED_PAGES=1                 page ids in order (a fresh pool)
+//            instead of scattered over the pool (a fragmented one)
+//   BANYAN_BENCH_TMA_NOSPLIT=1                   kTma with every small item on
+//            consumer warpgroup 0 (TreeAttention::set_tma_split_small(false))
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -115,6 +121,24 @@ std::vector<std::string>& Order() {
   return *order;
 }
 
+// Appends one traced Run's raw item-CTA words to `path`, a line per CTA:
+// "<variant shape>|cta|word 0..n-1", timer words (0, 2, 3) relative to t0.
+void DumpTrace(const char* path, const std::string& key, const unsigned long long* h, int32_t grid, int words,
+               unsigned long long t0) {
+  FILE* f = std::fopen(path, "a");
+  if (f == nullptr) return;
+  for (int32_t b = 0; b < grid; ++b) {
+    std::fprintf(f, "%s|%d", key.c_str(), b);
+    for (int k = 0; k < words; ++k) {
+      const unsigned long long w = h[b * words + k];
+      const bool timer = (k == 0 || k == 2 || k == 3) && w != 0;
+      std::fprintf(f, "|%llu", timer ? w - t0 : w);
+    }
+    std::fprintf(f, "\n");
+  }
+  std::fclose(f);
+}
+
 void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (!gpu::HasGpu()) {
     state.SkipWithError("no GPU");
@@ -124,6 +148,11 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   Rng rng(11);
   testing::PlanOptions popt;
   popt.random_first_slot = false;
+  // Page ids: scattered over the pool by default (a fragmented pool: every
+  // 64-token tile is four separate pages); BANYAN_BENCH_ORDERED_PAGES=1 hands
+  // them out in order, as a fresh engine's page pool does.
+  const char* ordered = std::getenv("BANYAN_BENCH_ORDERED_PAGES");
+  popt.shuffle_pages = ordered == nullptr || ordered[0] != '1';
   const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree(shape.fanout, shape.length), popt, rng);
   const AttentionPlan& plan = tree.plan;
   KvLayout layout;
@@ -172,6 +201,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   (*runner)->set_cta_head(v.cta_head);
   (*runner)->set_group_items(v.group_items);
   (*runner)->set_tma_pingpong(v.tma_pingpong);
+  if (const char* nosplit = std::getenv("BANYAN_BENCH_TMA_NOSPLIT"); nosplit != nullptr && nosplit[0] == '1') {
+    (*runner)->set_tma_split_small(false);  // A/B of TreeAttention::set_tma_split_small
+  }
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -196,7 +228,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   const char* trace_env = std::getenv("BANYAN_BENCH_TRACE");
   if (trace_env != nullptr && trace_env[0] == '1') {
     const int32_t grid = (*runner)->grid_size(), merge_grid = (*runner)->merge_grid_size();
-    constexpr int kItemWords = 8, kMergeWords = 4;  // kernels/params.cuh kTraceItemWords, kTraceMergeWords
+    constexpr int kItemWords = 16, kMergeWords = 4;  // kernels/params.cuh kTraceItemWords, kTraceMergeWords
     auto tbuf = gpu::DeviceBuffer::Allocate(size_t{8} * (grid * kItemWords + merge_grid * kMergeWords));
     BENCH_OK(tbuf.status());
     auto* words = tbuf->As<unsigned long long>();
@@ -216,6 +248,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
       const unsigned long long* m = h.data() + static_cast<size_t>(grid) * kItemWords;
       unsigned long long t0 = ~0ull;
       for (int32_t b = 0; b < grid; ++b) t0 = std::min(t0, h[b * kItemWords]);
+      if (const char* dump = std::getenv("BANYAN_BENCH_TRACE_DUMP"); dump != nullptr && rep == 4) {
+        DumpTrace(dump, std::string(v.tag) + " " + shape.name, h.data(), grid, kItemWords, t0);
+      }
       auto us = [&](unsigned long long t) { return (static_cast<double>(t) - static_cast<double>(t0)) / 1e3; };
       std::vector<double> starts, landed, landed_cyc, first, ends, mstart, mwait, mend;
       for (int32_t b = 0; b < grid; ++b) {

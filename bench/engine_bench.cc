@@ -29,10 +29,13 @@
 // Backend::ForwardGreedy; gpu_greedy_mismatch counts rows whose token differs
 // from SampleGreedy's);
 // attention = step_ms(mode 0 or 1) - step_ms(mode 2).
+// BANYAN_BENCH_PAGE_SIZE=n runs every row with KV pages of n tokens (default:
+// EngineOptions' 16).
 // The HF transformers baseline on the same model runs from
 // bench/hf_generate_baseline.py in the same device session.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -167,6 +170,8 @@ void BM_Decode(benchmark::State& state) {
   options.max_batch = branches;
   options.prefill_chunk = 4096;
   options.attention_mode = mode;
+  // BANYAN_BENCH_PAGE_SIZE=n: KV pages of n tokens instead of the default.
+  if (const char* page = std::getenv("BANYAN_BENCH_PAGE_SIZE"); page != nullptr) options.page_size = std::atoi(page);
   absl::StatusOr<std::unique_ptr<Engine>> created = engine::CreateEngineFromParts(std::move(parts), options);
   if (!created.ok()) {
     state.SkipWithError(std::string(created.status().message()).c_str());

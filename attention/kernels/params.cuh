@@ -146,11 +146,14 @@ __device__ __forceinline__ void LoadKvTileAnyPage(const TreeParams& p, const int
 // SMs) and clock64 (SM cycles). Item-kernel CTA b writes words
 // [b * kTraceItemWords, ...): globaltimer at 0 start, 1 first item's first KV
 // tile landed (mma.sync kernel), 2 first item done, 3 all items done; clock64
-// at 4 start, 5 first tile landed, 6 all items done; 7 the SM id. Merge CTA m
+// at 4 start, 5 first tile landed, 6 all items done; 7 the SM id; the TMA
+// kernel (no word 1) also 8 scratch (the current item's start), 9 / 10 ns
+// spent in / count of items of more than 64 rows, 11 / 12 the same for the
+// others, 13 / 14 their tiles. Merge CTA m
 // writes trace_merge[m * kTraceMergeWords, ...): 0 start, 1 dependency wait
 // returned, 2 done (globaltimer), 3 done minus wait in cycles. No register
 // stays live for it between records (the words' address is recomputed).
-inline constexpr int kTraceItemWords = 8;
+inline constexpr int kTraceItemWords = 16;
 inline constexpr int kTraceMergeWords = 4;
 __device__ __forceinline__ unsigned long long GlobalTimerNs() {
   unsigned long long t;
@@ -169,6 +172,26 @@ __device__ __forceinline__ void TraceRecord(const TreeParams& p, int gt, int clk
   unsigned long long* w = p.trace + int64_t{blockIdx.x} * kTraceItemWords;
   w[gt] = GlobalTimerNs();
   if (clk >= 0) w[clk] = clock64();
+}
+
+// The TMA kernel's per-item trace, by its first consumer thread (`lead`):
+// ItemTraceBegin at an item's start, ItemTraceEnd at its end (words 8-14).
+__device__ __forceinline__ void ItemTraceBegin(const TreeParams& p, bool lead) {
+  if (p.trace == nullptr || !lead) return;
+  p.trace[int64_t{blockIdx.x} * kTraceItemWords + 8] = GlobalTimerNs();
+}
+__device__ __forceinline__ void ItemTraceEnd(const TreeParams& p, bool lead, bool first, int32_t rows, int tiles) {
+  if (p.trace == nullptr || !lead) return;
+  unsigned long long* w = p.trace + int64_t{blockIdx.x} * kTraceItemWords;
+  const unsigned long long now = GlobalTimerNs();
+  const int k = rows > 64 ? 9 : 11;
+  w[k] += now - w[8];
+  w[k + 1] += 1;
+  w[13 + (k - 9) / 2] += static_cast<unsigned long long>(tiles);
+  if (first) w[2] = now;
+  w[3] = now;
+  w[6] = clock64();
+  w[7] = SmId();
 }
 
 }  // namespace banyan::attention::kernels

@@ -34,7 +34,7 @@
 // (256 consumer threads, once they hold the item in registers). The only
 // generic-proxy writes the tensor cores read are the zeroed V rows: the
 // consumers fence the async proxy and meet at named barrier 1 before using
-// them.
+// them (a split small item's warpgroup alone: named barrier 4 + its index).
 #ifndef BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
 #define BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
 
@@ -61,6 +61,13 @@ inline constexpr int kTmaItemBuffers = 1;
 inline constexpr int kTmaProducerRegs = 40;
 inline constexpr int kTmaConsumerRegs = 232;
 static_assert(kTmaConsumerThreads / 128 * 64 == kTileRows);  // 64 packed rows per consumer warpgroup
+
+// PersistentTmaKernel's `flags`: kTmaPingPong, the consumer warpgroups take
+// turns issuing their products; kTmaSplitSmall, items of at most 64 rows go
+// to the two consumer warpgroups alternately (by item index), each running
+// its item alone, instead of all to warpgroup 0 while warpgroup 1 waits.
+inline constexpr int32_t kTmaPingPong = 1;
+inline constexpr int32_t kTmaSplitSmall = 2;
 
 // KV stages: D = 128 5 x 32 KB, D = 64 10 x 16 KB (with the item buffer,
 // under the 227 KB of shared memory a CTA may have).
@@ -250,13 +257,13 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
 }
 
 // Zeroes the V rows of an edge tile whose positions lie outside
-// [pos_begin, pos_end); every consumer thread calls.
-template <typename T, int D>
+// [pos_begin, pos_end); threads 0..kThreads-1 of the tile's users call.
+template <typename T, int D, int kThreads>
 __device__ __forceinline__ void ZeroOutsideRows(char* v_tile, int32_t base, int32_t pos_begin, int32_t pos_end,
                                                 int ct) {
   constexpr int kChunks = (D / 64) * kKvTile * 8;  // 16-byte chunks of the tile
 #pragma unroll
-  for (int idx = ct; idx < kChunks; idx += kTmaConsumerThreads) {
+  for (int idx = ct; idx < kChunks; idx += kThreads) {
     const int row = (idx / 8) % kKvTile;
     const int32_t pos = base + row;
     if (pos < pos_begin || pos >= pos_end) {
@@ -267,10 +274,13 @@ __device__ __forceinline__ void ZeroOutsideRows(char* v_tile, int32_t base, int3
 }
 
 // The consumer warpgroups: consumer warp cw (0..7) owns packed rows
-// 16 cw .. 16 cw + 15 of each item, as tree_wgmma.cuh's warp cw.
+// 16 cw .. 16 cw + 15 of each item, as tree_wgmma.cuh's warp cw; with
+// split_small, an item of at most 64 rows belongs to warpgroup i % 2 alone
+// (its warp cw owning rows 16 (cw % 4) ..), and the other warpgroup only
+// passes its stages on.
 template <typename T, int D>
 __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int32_t begin, int32_t end,
-                                           bool pingpong) {
+                                           bool pingpong, bool split_small) {
 #ifdef BANYAN_WGMMA_ENABLED
   using L = TmaSmem<T, D>;
   constexpr int kKSteps = D / 16;
@@ -285,14 +295,20 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
   for (int32_t i = begin; i < end; ++i) {
     // The item, its rows and q fragments from the producer's buffer.
     MbarrierWait(L::ItemFull(smem, buf.index), buf.phase);
+    ItemTraceBegin(p, ct == 0);
     const TmaItemMeta* meta = L::Meta(smem, buf.index);
     const WorkItem it = meta->item;
+    const int group = cwarp / 4;
+    const bool small = split_small && it.row_count <= 64;
+    const int row_warp = small ? cwarp % 4 : cwarp;  // this warp's 16 rows of the item
+    // Warpgroup-uniform: whether this warpgroup has rows of the item.
+    const bool group_active = small ? group == (i & 1) : group * 64 < it.row_count;
     int32_t entry[2], head[2], limit[2];
     bool valid[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int local = cwarp * 16 + gq + r * 8;
-      valid[r] = local < it.row_count;
+      const int local = row_warp * 16 + gq + r * 8;
+      valid[r] = group_active && local < it.row_count;
       entry[r] = valid[r] ? meta->entry[local] : it.entry_begin;
       head[r] = valid[r] ? meta->head[local] : 0;
       limit[r] = valid[r] ? meta->limit[local] : 0;
@@ -305,7 +321,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       for (int half = 0; half < 2; ++half) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const int local = cwarp * 16 + gq + r * 8;
+          const int local = row_warp * 16 + gq + r * 8;
           qf[ks][half * 2 + r] =
               valid[r] ? *reinterpret_cast<const uint32_t*>(q_rows + local * L::kQStride + ks * 16 + half * 8 + tq * 2)
                        : 0u;
@@ -315,12 +331,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     MbarrierArrive(L::ItemEmpty(smem, buf.index));
     buf.Advance();
 
-    const int group = cwarp / 4;
-    const bool group_active = group * 64 < it.row_count;  // warpgroup-uniform
     // Ping-pong (both warpgroups busy): they take turns issuing their
     // products (named barriers 2 and 3), so that one's softmax runs while the
     // other's products hold the tensor cores; warpgroup 0 goes first.
-    const bool pp = pingpong && it.row_count > 64;
+    const bool pp = pingpong && it.row_count > 64;  // never for a split item
     if (pp && group == 1) NamedBarrierArrive(2, kTmaConsumerThreads);
     const TmaTiles tiles(it);
     const int32_t full_limit = min(valid[0] ? limit[0] : INT_MAX, valid[1] ? limit[1] : INT_MAX);
@@ -336,9 +350,16 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       MbarrierWait(L::Full(smem, stage.index), stage.phase);
       const int32_t base = tiles.base0 + t * kKvTile;
       if (tiles.Edge(t)) {
-        ZeroOutsideRows<T, D>(L::Stage(smem, stage.index) + L::kTileBytes, base, tiles.pos_begin, tiles.pos_end, ct);
-        FenceProxyAsync();
-        NamedBarrierSync(1, kTmaConsumerThreads);
+        char* v_tile = L::Stage(smem, stage.index) + L::kTileBytes;
+        if (!small) {  // both warpgroups read the tile
+          ZeroOutsideRows<T, D, kTmaConsumerThreads>(v_tile, base, tiles.pos_begin, tiles.pos_end, ct);
+          FenceProxyAsync();
+          NamedBarrierSync(1, kTmaConsumerThreads);
+        } else if (group_active) {  // only this warpgroup does
+          ZeroOutsideRows<T, D, 128>(v_tile, base, tiles.pos_begin, tiles.pos_end, ct % 128);
+          FenceProxyAsync();
+          NamedBarrierSync(4 + group, 128);
+        }
       }
       if (group_active) {
         const int32_t tok0 = base - it.first_slot;
@@ -378,29 +399,33 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
     }
     StoreRowPartials<D>(p, it, entry, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
+    ItemTraceEnd(p, ct == 0, i == begin, it.row_count, tiles.count);
   }
 #else
   (void)p;
   (void)smem;
   (void)begin;
   (void)end;
+  (void)pingpong;
+  (void)split_small;
 #endif
 }
 
 // One launch of every work item of the plan (all kBatched, 16-bit KV and q
 // of the KV dtype, page size a power of two >= 8: TreeAttention checks).
 // kv_multi / kv_single: the 5-D tensor maps over the whole KV pool
-// (kv_tensor_map.h), box_rows slots per page box. pingpong:
-// the consumer warpgroups take turns on the tensor cores.
+// (kv_tensor_map.h), box_rows slots per page box. flags: kTmaPingPong,
+// kTmaSplitSmall.
 template <typename T, int D>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_multi,
-                        const __grid_constant__ CUtensorMap kv_single, int32_t box_rows, int32_t pingpong) {
+                        const __grid_constant__ CUtensorMap kv_single, int32_t box_rows, int32_t flags) {
 #ifdef BANYAN_WGMMA_ENABLED
   extern __shared__ __align__(1024) char smem_raw[];
   const uint32_t raw = SmemAddress(smem_raw);
   char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
   TriggerDependents();  // the merge grid may launch now; it waits for this grid's completion
+  TraceRecord(p, 0, 4);
   using L = TmaSmem<T, D>;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kTmaStages<D>; ++s) {
@@ -424,14 +449,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
   } else {
     GrowRegisters<kTmaConsumerRegs>();
-    TmaConsume<T, D>(p, smem, begin, end, pingpong != 0);
+    TmaConsume<T, D>(p, smem, begin, end, (flags & kTmaPingPong) != 0, (flags & kTmaSplitSmall) != 0);
   }
 #else
   (void)p;
   (void)kv_multi;
   (void)kv_single;
   (void)box_rows;
-  (void)pingpong;
+  (void)flags;
 #endif
 }
 
