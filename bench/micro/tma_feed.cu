@@ -36,15 +36,24 @@ __device__ __forceinline__ void Bulk(void* dst, const void* src, uint32_t bytes,
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(Smem(dst)), "l"(src), "r"(bytes), "r"(Smem(b)) : "memory");
 }
 
+// Thread 0 initializes the ring's barriers (full: one arrival + the bytes;
+// empty: `empty_arrivals`), then the CTA meets.
+__device__ __forceinline__ void InitRing(uint64_t* full, uint64_t* empty, int stages, int empty_arrivals) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      Init(full + s, 1);
+      Init(empty + s, empty_arrivals);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+}
+
 __global__ void Feed(const char* buf, size_t buf_tiles, int tiles, int stages, int share, long long* ns) {
   extern __shared__ __align__(1024) char smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + stages * 32768);
   uint64_t* empty = full + stages;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) { Init(full + s, 1); Init(empty + s, 1); }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  InitRing(full, empty, stages, 1);
   long long t0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   const size_t start = (size_t(blockIdx.x / share) * 97) % buf_tiles;
@@ -83,11 +92,7 @@ __global__ void FeedTiled(const __grid_constant__ CUtensorMap map, size_t buf_ti
   char* smem = smem_raw + ((1024 - (Smem(smem_raw) & 1023)) & 1023);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + stages * 32768);
   uint64_t* empty = full + stages;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) { Init(full + s, 1); Init(empty + s, 1); }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  InitRing(full, empty, stages, 1);
   const size_t start = (size_t(blockIdx.x / share) * 97) % buf_tiles;
   const int boxes = 32768 / (128 * box_rows);
   if (threadIdx.x == 0) {
@@ -121,11 +126,7 @@ __global__ void FeedPool(const __grid_constant__ CUtensorMap map, int pages, int
   char* smem = smem_raw + ((1024 - (Smem(smem_raw) & 1023)) & 1023);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + stages * 32768);
   uint64_t* empty = full + stages;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) { Init(full + s, 1); Init(empty + s, mode >= 2 ? 8 : 1); }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  InitRing(full, empty, stages, mode >= 2 ? 8 : 1);
   const int head = (blockIdx.x / share) % 8;
   const int tiles_per_plane = pages / 2 / 4;  // K plane = pages [0, pages/2), V plane after
   const int start = (blockIdx.x / share / 8) * 13;
@@ -167,6 +168,33 @@ __global__ void FeedPool(const __grid_constant__ CUtensorMap map, int pages, int
   }
 }
 
+// Median of three timed launches, as aggregate GB/s of `sms` CTAs x `tiles`
+// 32 KB tiles; -1 (after printing the error) when a launch fails.
+template <typename Launch>
+double MedianGbps(int sms, int tiles, Launch launch) {
+  std::vector<double> rates;
+  for (int rep = 0; rep < 3; ++rep) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaEventRecord(a);
+    launch();
+    cudaEventRecord(b);
+    const cudaError_t e = cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    if (e != cudaSuccess) {
+      printf("error %s\n", cudaGetErrorString(e));
+      return -1;
+    }
+    rates.push_back(double(sms) * tiles * 32768 / (ms * 1e-3) / 1e9);
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[1];
+}
+
 int main() {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
@@ -191,23 +219,10 @@ int main() {
       for (int share : {1, 8}) {
         const int stages = 4, tiles = 2000, smem = stages * 32768 + 2048;
         cudaFuncSetAttribute(FeedTiled, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        std::vector<double> rates;
-        for (int rep = 0; rep < 3; ++rep) {
-          cudaEvent_t a, b;
-          cudaEventCreate(&a);
-          cudaEventCreate(&b);
-          cudaEventRecord(a);
-          FeedTiled<<<sms, 64, smem>>>(map, buf_tiles, tiles, stages, share, box_rows);
-          cudaEventRecord(b);
-          cudaError_t e = cudaEventSynchronize(b);
-          float ms = 0;
-          cudaEventElapsedTime(&ms, a, b);
-          if (e != cudaSuccess) { printf("error %s\n", cudaGetErrorString(e)); return 1; }
-          rates.push_back(double(sms) * tiles * 32768 / (ms * 1e-3) / 1e9);
-        }
-        std::sort(rates.begin(), rates.end());
+        const double gbps = MedianGbps(sms, tiles, [&] { FeedTiled<<<sms, 64, smem>>>(map, buf_tiles, tiles, stages, share, box_rows); });
+        if (gbps < 0) return 1;
         printf("tiled 2-D box 64 x %d, 128B swizzle, 32 MB, 4 stages, share %d: %.0f GB/s (%.1f GB/s per SM)\n", box_rows,
-               share, rates[1], rates[1] / sms);
+               share, gbps, gbps / sms);
       }
     }
     cudaFree(buf);
@@ -230,23 +245,10 @@ int main() {
       for (int share : {1, 8}) {
         const int stages = 5, tiles = 2000, smem = stages * 32768 + 2048;
         cudaFuncSetAttribute(FeedPool, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        std::vector<double> rates;
-        for (int rep = 0; rep < 3; ++rep) {
-          cudaEvent_t a, b;
-          cudaEventCreate(&a);
-          cudaEventCreate(&b);
-          cudaEventRecord(a);
-          FeedPool<<<sms, mode >= 2 ? 384 : 64, smem>>>(map, pages, tiles, stages, share, mode);
-          cudaEventRecord(b);
-          cudaError_t e = cudaEventSynchronize(b);
-          float ms = 0;
-          cudaEventElapsedTime(&ms, a, b);
-          if (e != cudaSuccess) { printf("error %s\n", cudaGetErrorString(e)); return 1; }
-          rates.push_back(double(sms) * tiles * 32768 / (ms * 1e-3) / 1e9);
-        }
-        std::sort(rates.begin(), rates.end());
+        const double gbps = MedianGbps(sms, tiles, [&] { FeedPool<<<sms, mode >= 2 ? 384 : 64, smem>>>(map, pages, tiles, stages, share, mode); });
+        if (gbps < 0) return 1;
         printf("pool 5-D map, %s, %zu MB, 5 stages, share %d: %.0f GB/s (%.1f GB/s per SM)\n",
-               mode == 0 ? "whole-tile boxes, 1 consumer" : mode == 2 ? "whole-tile, 8 consumer warps, release t-1" : "whole-tile, 8 consumer warps, release t", bytes >> 20, share, rates[1], rates[1] / sms);
+               mode == 0 ? "whole-tile boxes, 1 consumer" : mode == 2 ? "whole-tile, 8 consumer warps, release t-1" : "whole-tile, 8 consumer warps, release t", bytes >> 20, share, gbps, gbps / sms);
       }
     }
     cudaFree(pool);
@@ -261,23 +263,10 @@ int main() {
         const int tiles = 2000;
         const int smem = stages * 32768 + 1024;
         cudaFuncSetAttribute(Feed, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        std::vector<double> rates;
-        for (int rep = 0; rep < 3; ++rep) {
-          cudaEvent_t a, b;
-          cudaEventCreate(&a);
-          cudaEventCreate(&b);
-          cudaEventRecord(a);
-          Feed<<<sms, 64, smem>>>(buf, buf_tiles, tiles, stages, share, ns);
-          cudaEventRecord(b);
-          cudaError_t e = cudaEventSynchronize(b);
-          float ms = 0;
-          cudaEventElapsedTime(&ms, a, b);
-          if (e != cudaSuccess) { printf("error %s\n", cudaGetErrorString(e)); return 1; }
-          rates.push_back(double(sms) * tiles * 32768 / (ms * 1e-3) / 1e9);
-        }
-        std::sort(rates.begin(), rates.end());
-        printf("buffer %4d MB stages %d share %d: %.0f GB/s aggregate (%.1f GB/s per SM)\n", mb, stages, share, rates[1],
-               rates[1] / sms);
+        const double gbps = MedianGbps(sms, tiles, [&] { Feed<<<sms, 64, smem>>>(buf, buf_tiles, tiles, stages, share, ns); });
+        if (gbps < 0) return 1;
+        printf("buffer %4d MB stages %d share %d: %.0f GB/s aggregate (%.1f GB/s per SM)\n", mb, stages, share, gbps,
+               gbps / sms);
       }
     }
     cudaFree(buf);
