@@ -156,6 +156,39 @@ TEST_F(KvTreeTest, InsertReusesCachedPrefixAndSplits) {
   EXPECT_NE(c.write_slots[0].page, b_slots[6].page);
 }
 
+TEST_F(KvTreeTest, DecodingAlongACachedContinuationDoesNotSplitPerToken) {
+  Make(4, 64);
+  BANYAN_ASSERT_OK_AND_ASSIGN(Extension a, tree_->Insert(ns_, Range(0, 8)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<Branch> kids, tree_->Fork(a.branch, 2));
+  for (int32_t t = 50; t < 60; ++t) BANYAN_ASSERT_OK(tree_->Append(kids[0], {t}).status());  // one token per step
+  for (Branch k : kids) BANYAN_ASSERT_OK(tree_->Release(k));
+  const int64_t nodes_before = tree_->Stats().nodes;
+  const int64_t evicted_before = tree_->Stats().evicted_nodes;
+  // The same decode again from a fresh fork: the cached [50, 60) node is
+  // dropped at the first step and the new branch grows one node in place.
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<Branch> again, tree_->Fork(a.branch, 2));
+  for (int32_t t = 50; t < 60; ++t) {
+    BANYAN_ASSERT_OK_AND_ASSIGN(Extension e, tree_->Append(again[0], {t}));
+    EXPECT_EQ(e.reused_tokens, 0) << t;
+    Check();
+  }
+  EXPECT_EQ(tree_->Stats().nodes, nodes_before);
+  EXPECT_EQ(tree_->Stats().evicted_nodes, evicted_before + 1);
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<int32_t> tokens, tree_->Tokens(again[0]));
+  EXPECT_THAT(tokens, ElementsAreArray(Concat(Range(0, 8), Range(50, 60))));
+  // A one-token cached node is still reused, as is a cached node a longer
+  // append matches.
+  BANYAN_ASSERT_OK(tree_->Append(again[1], {70}).status());
+  BANYAN_ASSERT_OK(tree_->Release(again[1]));
+  BANYAN_ASSERT_OK_AND_ASSIGN(Branch third, tree_->Fork(a.branch));
+  BANYAN_ASSERT_OK_AND_ASSIGN(Extension e70, tree_->Append(third, {70}));
+  EXPECT_EQ(e70.reused_tokens, 1);
+  BANYAN_ASSERT_OK_AND_ASSIGN(Branch fourth, tree_->Fork(a.branch));
+  BANYAN_ASSERT_OK_AND_ASSIGN(Extension e5, tree_->Append(fourth, {50, 51, 52}));
+  EXPECT_EQ(e5.reused_tokens, 3);
+  Check();
+}
+
 TEST_F(KvTreeTest, NamespacesDoNotShare) {
   Make(4, 32);
   BANYAN_ASSERT_OK_AND_ASSIGN(Extension a, tree_->Insert(ns_, Range(0, 8)));

@@ -266,5 +266,44 @@ TEST(EngineTest, InfoDescribesDeviceModelAndKvPool) {
   EXPECT_EQ(info.attention_mode, "tree");
 }
 
+TEST(EngineTest, RepeatedBatchDecodesWithoutFragmentingTheTree) {
+  // The same prompt, fork and greedy decode three times over one engine: the
+  // later rounds decode along the cached continuations of the first and must
+  // neither split them into one node per token nor change what they generate.
+  EngineOptions options = SmallOptions();
+  options.kv_budget_bytes = 64 << 20;
+  auto engine = MakeEngine({}, options);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 64; ++i) prompt.push_back(3 + (i * 7) % 200);
+  GenerateOptions gen = Greedy(16);
+  gen.ignore_eos = true;
+  // Nodes after each round; before the fix, round 1 added one node per
+  // generated token per branch (12 -> 141). A repeated prompt may split its
+  // cached node once (at the token whose logits a new branch recomputes).
+  std::vector<int64_t> nodes;
+  std::vector<std::vector<int32_t>> first_tokens;
+  for (int round = 0; round < 3; ++round) {
+    BranchId root = engine->NewBranch(Prompt::Tokens(prompt)).value();
+    std::vector<BranchId> kids = engine->Fork(root, 8).value();
+    for (int i = 0; i < 8; ++i) BANYAN_ASSERT_OK(engine->Append(kids[i], Prompt::Tokens({100 + i})));
+    std::vector<absl::StatusOr<GenerateResult>> results = engine->GenerateMany(kids, gen);
+    std::vector<std::vector<int32_t>> tokens;
+    for (auto& r : results) {
+      BANYAN_ASSERT_OK(r.status());
+      tokens.push_back(r->tokens);
+    }
+    nodes.push_back(engine->Stats().tree_nodes);
+    if (round == 0) {
+      first_tokens = tokens;
+    } else {
+      EXPECT_LE(nodes[round], nodes[0] + 1) << "round " << round;
+      EXPECT_EQ(tokens, first_tokens) << "round " << round;
+    }
+    for (BranchId k : kids) BANYAN_ASSERT_OK(engine->Release(k));
+    BANYAN_ASSERT_OK(engine->Release(root));
+  }
+  EXPECT_EQ(nodes[2], nodes[1]);
+}
+
 }  // namespace
 }  // namespace banyan::engine
