@@ -32,7 +32,8 @@
 // BANYAN_BENCH_PAGE_SIZE=n runs every row with KV pages of n tokens (default:
 // EngineOptions' 16); BANYAN_BENCH_REPEATS=n runs every row n times and
 // reports medians (one GenerateMany of 128 steps is noisy: the same binary
-// measured 83% and 96% of the ceiling two minutes apart).
+// measured 83% and 96% of the ceiling two minutes apart), each repetition
+// with a fresh prompt unless BANYAN_BENCH_SAME_PROMPT=1.
 // The HF transformers baseline on the same model runs from
 // bench/hf_generate_baseline.py in the same device session.
 #include <algorithm>
@@ -197,6 +198,7 @@ void BM_Decode(benchmark::State& state) {
   // the previous repetition's cached continuations (see RESULTS.md, session 4).
   Rng rng(42);
   std::vector<int32_t> prompt(static_cast<size_t>(prefix));
+  bool prompt_is_new = true;
 
   GenerateOptions gen;
   gen.sampling.temperature = sampled ? 0.8f : 0.0f;
@@ -207,8 +209,15 @@ void BM_Decode(benchmark::State& state) {
   // Per repetition (BANYAN_BENCH_REPEATS); the counters report medians.
   std::vector<double> decode_tok_s, wall_tok_s, step_ms, host_ms, prefill_s;
   double share = 0;
+  // BANYAN_BENCH_SAME_PROMPT=1: every repetition the same prompt (decodes along
+  // the cached continuations of the repetition before).
+  const char* same = std::getenv("BANYAN_BENCH_SAME_PROMPT");
+  const bool same_prompt = same != nullptr && same[0] == '1';
   for (auto _ : state) {
-    for (int32_t& t : prompt) t = static_cast<int32_t>(rng.UniformInt(32000));
+    if (!same_prompt || prompt_is_new) {
+      for (int32_t& t : prompt) t = static_cast<int32_t>(rng.UniformInt(32000));
+      prompt_is_new = false;
+    }
     const absl::Time p0 = absl::Now();
     absl::StatusOr<BranchId> root = engine.NewBranch(Prompt::Tokens(prompt));
     if (!root.ok()) {
