@@ -190,22 +190,20 @@ TEST(TreeWgmmaGpuApiTest, VariantResolution) {
     runner->set_variant(KernelVariant::kNarrow);  // the switch back to mma.sync
     BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
     EXPECT_EQ(runner->variant(), KernelVariant::kNarrow);
-    runner->set_variant(KernelVariant::kWgmma);
-    if (runner->wgmma_available()) {
-      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
-      EXPECT_EQ(runner->variant(), wgmma ? KernelVariant::kWgmma : KernelVariant::kNarrow);
-    } else {
-      EXPECT_THAT(runner->Prepare(args, PathChoice::kAuto, stream.get()),
-                  StatusIs(absl::StatusCode::kFailedPrecondition));
-    }
-    runner->set_variant(KernelVariant::kTma);  // 16-bit q of the KV dtype, page size 16: readable by TMA
-    if (runner->wgmma_available()) {
-      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
-      EXPECT_EQ(runner->variant(), wgmma ? KernelVariant::kTma : KernelVariant::kNarrow);
-    } else {
-      EXPECT_THAT(runner->Prepare(args, PathChoice::kAuto, stream.get()),
-                  StatusIs(absl::StatusCode::kFailedPrecondition));
-    }
+    // A forced Hopper variant runs where the device has wgmma (kNarrow when the
+    // plan has no wgmma work) and is refused where it has not.
+    auto expect_forced = [&](KernelVariant forced) {
+      runner->set_variant(forced);
+      if (runner->wgmma_available()) {
+        BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+        EXPECT_EQ(runner->variant(), wgmma ? forced : KernelVariant::kNarrow);
+      } else {
+        EXPECT_THAT(runner->Prepare(args, PathChoice::kAuto, stream.get()),
+                    StatusIs(absl::StatusCode::kFailedPrecondition));
+      }
+    };
+    expect_forced(KernelVariant::kWgmma);
+    expect_forced(KernelVariant::kTma);  // 16-bit q of the KV dtype, page size 16: readable by TMA
     BANYAN_ASSERT_OK(stream.Synchronize());
   }
 }

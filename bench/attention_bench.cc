@@ -47,6 +47,7 @@
 #include "attention/testing/device_fill.h"
 #include "attention/testing/random_plan.h"
 #include "attention/tree_attention.h"
+#include "bench/bench_median.h"
 #include "bench/bench_status.h"
 #include "benchmark/benchmark.h"
 #include "sdk/gpu/cuda_status.h"
@@ -55,6 +56,8 @@
 
 namespace banyan::attention {
 namespace {
+
+using ::banyan::bench::Median;
 
 constexpr double kHbmBytesPerSec = 2.99e12;
 constexpr double kBf16FlopsPerSec = 685e12;
@@ -106,11 +109,6 @@ std::map<std::string, TraceRow>& Traces() {
 std::vector<std::string>& TraceOrder() {
   static auto* order = new std::vector<std::string>();
   return *order;
-}
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 std::map<std::string, Row>& Results() {
   static auto* results = new std::map<std::string, Row>();

@@ -46,6 +46,7 @@
 #include "absl/time/clock.h"
 #include "banyan/engine.h"
 #include "banyan/status_macros.h"
+#include "bench/bench_median.h"
 #include "benchmark/benchmark.h"
 #include "model/cpu/random_weights.h"
 #include "model/cuda/cuda_backend.h"
@@ -155,11 +156,6 @@ int Repeats() {
   return n < 1 ? 1 : n;
 }
 
-double MedianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 void BM_Decode(benchmark::State& state) {
   if (!gpu::HasGpu()) {
     state.SkipWithError("no GPU");
@@ -198,7 +194,10 @@ void BM_Decode(benchmark::State& state) {
   // the previous repetition's cached continuations (see RESULTS.md, session 4).
   Rng rng(42);
   std::vector<int32_t> prompt(static_cast<size_t>(prefix));
-  bool prompt_is_new = true;
+  auto new_prompt = [&] {
+    for (int32_t& t : prompt) t = static_cast<int32_t>(rng.UniformInt(32000));
+  };
+  new_prompt();
 
   GenerateOptions gen;
   gen.sampling.temperature = sampled ? 0.8f : 0.0f;
@@ -213,11 +212,10 @@ void BM_Decode(benchmark::State& state) {
   // the cached continuations of the repetition before).
   const char* same = std::getenv("BANYAN_BENCH_SAME_PROMPT");
   const bool same_prompt = same != nullptr && same[0] == '1';
+  bool first = true;
   for (auto _ : state) {
-    if (!same_prompt || prompt_is_new) {
-      for (int32_t& t : prompt) t = static_cast<int32_t>(rng.UniformInt(32000));
-      prompt_is_new = false;
-    }
+    if (!first && !same_prompt) new_prompt();
+    first = false;
     const absl::Time p0 = absl::Now();
     absl::StatusOr<BranchId> root = engine.NewBranch(Prompt::Tokens(prompt));
     if (!root.ok()) {
@@ -263,13 +261,13 @@ void BM_Decode(benchmark::State& state) {
     for (BranchId k : kids) (void)engine.Release(k);
     (void)engine.Release(*root);
   }
-  state.counters["decode_tok_s"] = MedianOf(decode_tok_s);
-  state.counters["wall_tok_s"] = MedianOf(wall_tok_s);
-  state.counters["step_ms"] = MedianOf(step_ms);
+  state.counters["decode_tok_s"] = bench::Median(decode_tok_s);
+  state.counters["wall_tok_s"] = bench::Median(wall_tok_s);
+  state.counters["step_ms"] = bench::Median(step_ms);
   state.counters["step_ms_min"] = *std::min_element(step_ms.begin(), step_ms.end());
   state.counters["step_ms_max"] = *std::max_element(step_ms.begin(), step_ms.end());
-  state.counters["host_ms"] = MedianOf(host_ms);
-  state.counters["prefill_s"] = MedianOf(prefill_s);
+  state.counters["host_ms"] = bench::Median(host_ms);
+  state.counters["prefill_s"] = bench::Median(prefill_s);
   state.counters["kv_share"] = share;
   state.counters["rows"] = static_cast<double>(engine.Stats().max_rows_in_step);
   if (mode == EngineOptions::AttentionMode::kTree && !sampled) {

@@ -240,14 +240,6 @@ bool KvTree::EnsureFree(int32_t pages) {
 
 // ---------------------------------------------------------------- extension
 
-void KvTree::DropCachedContinuation(uint32_t branch_node, absl::Span<const int32_t> tokens) {
-  if (tokens.size() != 1) return;
-  const auto it = nodes_[branch_node].children.find(tokens[0]);
-  if (it == nodes_[branch_node].children.end()) return;
-  const uint32_t cached = it->second;
-  if (nodes_[cached].evictable && nodes_[cached].tokens.size() > 1) EvictNode(cached);
-}
-
 bool KvTree::InPlaceAllowed(uint32_t index, uint32_t branch_node) const {
   const Node& node = nodes_[index];
   const int32_t other_branches = node.branch_refs - (index == branch_node ? 1 : 0);
@@ -373,8 +365,16 @@ absl::StatusOr<Extension> KvTree::ExtendBranch(uint32_t slot, absl::Span<const i
     Touch(start);
     return out;
   }
-  DropCachedContinuation(start, tokens);
-  const ExtendPlan plan = PlanExtend(start, tokens);
+  ExtendPlan plan = PlanExtend(start, tokens);
+  // A one-token append (a decode step) that would split a cached node (no
+  // branch, pin or child) one token in drops that node and plans again:
+  // reusing it would put the branch one token into it and split it again at
+  // every later step, one tree node per token (a batch decoding along its own
+  // cached continuations); the reuse saves one token's K/V write.
+  if (tokens.size() == 1 && plan.split_at > 0 && nodes_[plan.match_node].evictable) {
+    EvictNode(plan.match_node);
+    plan = PlanExtend(start, tokens);
+  }
   const uint32_t matched_node = plan.match_node;
   ++nodes_[matched_node].temp_refs;  // keeps the whole matched path from eviction
   UpdateEvictable(matched_node);

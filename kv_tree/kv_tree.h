@@ -255,7 +255,7 @@ class KvTree {
 
   // Appends `tokens` to `branch`. Cached children that start with the same
   // tokens are reused (except that a one-token append evicts a longer cached
-  // childless node it would land inside: DropCachedContinuation); a node the
+  // childless node it would land inside instead of splitting it); a node the
   // branch uses alone (no other branch, pin or child) is extended in place;
   // otherwise a child node is created.
   // Errors: kNotFound (stale branch), kInvalidArgument, kResourceExhausted
@@ -427,13 +427,6 @@ class KvTree {
   absl::StatusOr<Extension> ExtendBranch(uint32_t branch_slot, absl::Span<const int32_t> tokens)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t Split(uint32_t node, int32_t at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A one-token append (a decode step) whose token starts a cached node that
-  // holds more (no branch, pin or child): evicts that node first. Reusing it
-  // would put the branch one token into it and split it at every later step,
-  // one tree node per token (a batch decoding again along its own cached
-  // continuations); the reuse saves one token's K/V write.
-  void DropCachedContinuation(uint32_t branch_node, absl::Span<const int32_t> tokens)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WriteTokens(uint32_t node, absl::Span<const int32_t> tokens, int32_t cow_page,
                    std::vector<KvSlot>* slots) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ShrinkLeaf(uint32_t node, int32_t new_length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
