@@ -190,8 +190,9 @@ void BM_Decode(benchmark::State& state) {
     return;
   }
   Engine& engine = **created;
-  // A fresh random prompt per repetition: a repeated prompt would decode along
-  // the previous repetition's cached continuations (see RESULTS.md, session 4).
+  // A fresh random prompt per repetition, unless BANYAN_BENCH_SAME_PROMPT=1
+  // (then every repetition after the first decodes along the cached
+  // continuations of the one before: RESULTS.md, session 4).
   Rng rng(42);
   std::vector<int32_t> prompt(static_cast<size_t>(prefix));
   auto new_prompt = [&] {
