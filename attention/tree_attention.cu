@@ -210,7 +210,7 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     device.min_chunk = min_chunk_;
     const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
                           static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows,
-                          variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0};
+                          variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0, spread_light_};
     work_ = BuildWorkPlan(*args.plan, shape, device, path);
     grid_ = device.num_ctas();
     return absl::OkStatus();
@@ -226,6 +226,9 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     variant_ = KernelVariant::kNarrow;  // short items: the mma.sync tile measured faster
     BANYAN_RETURN_IF_ERROR(configure_and_plan());
   }
+  tma_split_kv_ = variant_ == KernelVariant::kTma &&
+                  (tma_rings_ == TmaRings::kSplit ||
+                   (tma_rings_ == TmaRings::kAuto && ConsecutivePageTileShare(*args.plan, work_) < kTmaSharedMinShare));
   BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
   const int64_t slots = Bucket(int64_t{work_.num_partials} * args.num_q_heads);
   const size_t partial_bytes = static_cast<size_t>(slots) * (args.head_dim() + 1) * sizeof(float);
@@ -333,7 +336,8 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
         BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentTmaKernel<T, D>, p, multi, single,
                                                        KvTensorMapBoxRows(args.layout),
                                                        (tma_pingpong_ ? kernels::kTmaPingPong : 0) |
-                                                           (tma_split_small_ ? kernels::kTmaSplitSmall : 0)));
+                                                           (tma_split_small_ ? kernels::kTmaSplitSmall : 0) |
+                                                           (tma_split_kv_ ? kernels::kTmaSplitKv : 0)));
       }
     } else if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {

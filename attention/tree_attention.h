@@ -141,6 +141,11 @@ class TreeAttention {
   // and q rows from the CTA's head (work_plan.h) instead of the plan arrays.
   // Takes effect at the next Run.
   void set_cta_head(bool use) { use_head_ = use; }
+  // true (default): each CTA's light items (per-sequence suffix tiles, bound
+  // by memory) run partly before and partly after its first heavy item
+  // (WorkShape::spread_light) instead of all at its end. Takes effect at the
+  // next Prepare.
+  void set_spread_light(bool spread) { spread_light_ = spread; }
   // Benchmarks only: device buffers that the next Runs fill with timestamps
   // (kernels/params.cuh kTraceItemWords per item CTA, grid_size() CTAs;
   // kTraceMergeWords per merge CTA, merge_grid_size() CTAs); nullptr: none.
@@ -162,6 +167,18 @@ class TreeAttention {
   // kTmaSplitSmall. Takes effect at the next Run.
   static constexpr bool kTmaSplitSmall = true;
   void set_tma_split_small(bool split) { tma_split_small_ = split; }
+  // kTma only: how the producer feeds K and V. kShared: one warp loads both
+  // into stages released as a whole; kSplit: two warps, K and V on barriers
+  // of their own (K released after S, V after P . V). kAuto: kShared where
+  // at least kTmaSharedMinShare of the plan's tiles have pages with
+  // consecutive ids (ConsecutivePageTileShare), else kSplit. H100
+  // (bench/RESULTS.md session 5): kSplit 11-14% faster with scattered page
+  // ids on the large shapes, 1-3% slower with ordered ones. Takes effect at
+  // the next Prepare.
+  enum class TmaRings { kAuto, kShared, kSplit };
+  static constexpr double kTmaSharedMinShare = 0.5;
+  void set_tma_rings(TmaRings rings) { tma_rings_ = rings; }
+  bool tma_split_kv() const { return tma_split_kv_; }
 
   const WorkPlan& work_plan() const { return work_; }
   int32_t grid_size() const { return grid_; }
@@ -185,8 +202,11 @@ class TreeAttention {
   bool grid_merge_ = false;
   bool tma_pingpong_ = kTmaPingPong;
   bool tma_split_small_ = kTmaSplitSmall;
+  TmaRings tma_rings_ = TmaRings::kAuto;
+  bool tma_split_kv_ = false;
   bool group_items_ = true;
   bool use_head_ = true;
+  bool spread_light_ = true;
   unsigned long long* trace_items_ = nullptr;
   unsigned long long* trace_merge_ = nullptr;
   bool pdl_supported_ = false;  // compute capability >= 9.0

@@ -67,9 +67,10 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
     BANYAN_ASSERT_OK(q.CopyFromHost(p.q.data(), p.q.size()));
     // narrow_rows 0: all on wgmma; 16: small items on mma.sync; -1: the forced kNarrow kernel;
     // -2: the warp-specialized TMA kernel (kTma; kWgmma where it cannot read the problem); -3: kTma
-    // with the consumer warpgroups in ping-pong; -4: kTma with every small item on warpgroup 0.
+    // with the consumer warpgroups in ping-pong; -4: kTma with every small item on warpgroup 0. kTma's
+    // rings: split K and V at -2, shared at -5, the page-order choice (kAuto) at -3 and -4.
     const bool tma_reads = c.q_dtype == c.kv_dtype && c.page_size >= 8 && (c.page_size & (c.page_size - 1)) == 0;
-    for (int32_t narrow_rows : {0, 16, -1, -2, -3, -4}) {
+    for (int32_t narrow_rows : {0, 16, -1, -2, -3, -4, -5}) {
       BANYAN_ASSERT_OK(out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, out.data(), c.out_dtype, lse.As<float>());
@@ -81,11 +82,16 @@ TEST_P(TreeWgmmaGpuTest, MatchesReference) {
       runner->set_variant(narrow_rows <= -2 ? KernelVariant::kTma : want_variant);
       runner->set_tma_pingpong(narrow_rows == -3);
       runner->set_tma_split_small(narrow_rows != -4);
+      using Rings = TreeAttention::TmaRings;
+      runner->set_tma_rings(narrow_rows == -2 ? Rings::kSplit : narrow_rows == -5 ? Rings::kShared : Rings::kAuto);
       runner->set_wgmma_narrow_rows(std::max(narrow_rows, 0));
       runner->set_fused_merge(narrow_rows == 0);  // both merge paths
       runner->set_chain_items(narrow_rows != 16);  // chained and unchained wgmma items
       BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
       EXPECT_EQ(runner->variant(), want_variant);
+      if (want_variant == KernelVariant::kTma && (narrow_rows == -2 || narrow_rows == -5)) {
+        EXPECT_EQ(runner->tma_split_kv(), narrow_rows == -2);
+      }
       BANYAN_ASSERT_OK(stream.Synchronize());
       std::vector<uint8_t> got(n * DTypeSize(c.out_dtype));
       std::vector<float> got_lse(nl);

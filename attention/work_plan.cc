@@ -39,6 +39,45 @@ std::vector<RowBlock> RowBlocks(Mode mode, int32_t entries, int32_t group, int32
   return blocks;
 }
 
+// A unit of one CTA's work: one item, or a group of small items.
+struct Pending {
+  double cost;
+  std::vector<int32_t> items;  // indices into the emitted items
+};
+
+// The order in which a CTA runs its single-item units (`units`: longest
+// first; groups are left out, they run last). Without `spread`, as given.
+// With it, the light units (kLightRows) go partly before the first heavy
+// unit and partly right after it. The split is a fixed function of that
+// unit's KV chunk (segment, KV head, chunk), so every CTA whose first heavy
+// unit reads the same chunk starts it at the same time (they share its KV in
+// L2) and, with about equal light loads, its next heavy unit too; across
+// chunks the light units, bound by HBM, run at different times, under other
+// CTAs' tensor-core work, instead of as one burst at the end of every CTA.
+std::vector<const Pending*> SpreadLightUnits(const std::vector<const Pending*>& units,
+                                             const std::vector<WorkItem>& items, bool spread) {
+  std::vector<const Pending*> heavy, light;
+  for (const Pending* unit : units) {
+    if (unit->items.size() > 1) continue;
+    const bool is_light = spread && items[unit->items[0]].row_count <= kLightRows;
+    (is_light ? light : heavy).push_back(unit);
+  }
+  if (heavy.empty() || light.empty()) {
+    heavy.insert(heavy.end(), light.begin(), light.end());
+    return heavy;
+  }
+  const WorkItem& first = items[heavy[0]->items[0]];
+  const uint32_t hash = static_cast<uint32_t>(first.segment) * 0x9E3779B1u ^
+                        static_cast<uint32_t>(first.kv_head) * 0x85EBCA77u ^
+                        static_cast<uint32_t>(first.chunk) * 0xC2B2AE3Du;
+  const size_t before = (size_t{hash >> 16} * (light.size() + 1)) >> 16;  // 0 .. light.size()
+  std::vector<const Pending*> order(light.begin(), light.begin() + static_cast<std::ptrdiff_t>(before));
+  order.push_back(heavy[0]);
+  order.insert(order.end(), light.begin() + static_cast<std::ptrdiff_t>(before), light.end());
+  order.insert(order.end(), heavy.begin() + 1, heavy.end());
+  return order;
+}
+
 }  // namespace
 
 double ItemCostUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& shape, const DeviceModel& device) {
@@ -165,10 +204,6 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   }
   // 3. Units of work: one item, or a group of small items (group_small). A
   //    group costs one item overhead plus its items' own work.
-  struct Pending {
-    double cost;
-    std::vector<int32_t> items;  // indices into emitted
-  };
   std::vector<Pending> pending;
   std::vector<int32_t> small;
   for (size_t i = 0; i < emitted.size(); ++i) {
@@ -213,18 +248,19 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     out.estimated_us = std::max(out.estimated_us, least.first);
     heap.push(least);
   }
-  // Each CTA's single items first (chained KV pipelines), then its groups.
+  // Each CTA's single items (chained KV pipelines), then its groups.
   out.cta_item_indptr.assign(1, 0);
   for (int32_t c = 0; c < ctas; ++c) {
-    for (const bool groups : {false, true}) {
-      for (const Pending* unit : per_cta[c]) {
-        if ((unit->items.size() > 1) != groups) continue;
-        for (size_t i = 0; i < unit->items.size(); ++i) {
-          WorkItem item = emitted[unit->items[i]];
-          item.group = groups && i == 0 ? static_cast<int32_t>(unit->items.size()) : 0;
-          out.items.push_back(item);
-        }
+    auto emit = [&](const Pending* unit, bool group) {
+      for (size_t i = 0; i < unit->items.size(); ++i) {
+        WorkItem item = emitted[unit->items[i]];
+        item.group = group && i == 0 ? static_cast<int32_t>(unit->items.size()) : 0;
+        out.items.push_back(item);
       }
+    };
+    for (const Pending* unit : SpreadLightUnits(per_cta[c], emitted, shape.spread_light)) emit(unit, false);
+    for (const Pending* unit : per_cta[c]) {
+      if (unit->items.size() > 1) emit(unit, true);
     }
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }
@@ -277,6 +313,25 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   }
   out.fused_merge = std::all_of(out.query_items.begin(), out.query_items.end(), [](int32_t n) { return n > 0; });
   return out;
+}
+
+double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work) {
+  const int32_t ps = plan.page_size;
+  if (ps >= kKvTile) return 1.0;
+  int64_t tiles = 0, consecutive = 0;  // weighted by rows
+  for (const WorkItem& it : work.items) {
+    if (it.kind != static_cast<int32_t>(ItemKind::kBatched) || it.kv_head != 0 || it.kv_end <= it.kv_begin) continue;
+    const int32_t* pages = plan.page_indices.data() + it.page_begin;
+    const int32_t pos_begin = it.first_slot + it.kv_begin, pos_end = it.first_slot + it.kv_end;
+    for (int32_t base = pos_begin & ~(kKvTile - 1); base < pos_end; base += kKvTile) {
+      const int32_t first = std::max(base, pos_begin) / ps, last = (std::min(base + kKvTile, pos_end) - 1) / ps;
+      bool in_order = true;
+      for (int32_t page = first + 1; page <= last; ++page) in_order = in_order && pages[page] == pages[page - 1] + 1;
+      tiles += it.row_count;
+      consecutive += in_order ? it.row_count : 0;
+    }
+  }
+  return tiles == 0 ? 1.0 : static_cast<double>(consecutive) / static_cast<double>(tiles);
 }
 
 }  // namespace banyan::attention

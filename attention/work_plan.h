@@ -113,6 +113,9 @@ struct DeviceModel {
   int32_t num_ctas() const { return num_sms * ctas_per_sm; }
 };
 
+// Rows of a light item (WorkShape::spread_light).
+inline constexpr int32_t kLightRows = 32;
+
 struct WorkShape {
   int32_t num_q_heads = 0;
   int32_t num_kv_heads = 0;
@@ -124,6 +127,11 @@ struct WorkShape {
   // and placed as one unit (the mma.sync kernel runs a group at once), where
   // the plan has at least kGroupMinPerCta such items per CTA. 0: none.
   int32_t group_small = 0;
+  // true: each CTA's light items (at most kLightRows rows: per-sequence
+  // suffixes, whose KV is read for a few rows and so bound by memory) are
+  // spread around its heavy ones (kSpreadLight below) instead of all running
+  // after them, at the same time on every CTA, as one HBM-bound burst.
+  bool spread_light = true;
   int32_t group() const { return num_q_heads / num_kv_heads; }
 };
 
@@ -161,6 +169,14 @@ struct WorkPlan {
 // is empty, num_q_heads a positive multiple of num_kv_heads.
 WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
                        PathChoice choice);
+
+// Of the 64-token KV tiles that the batched items of `work` read (KV head 0's
+// items; every KV head reads the same pages), each weighted by its item's
+// rows (its math), the share whose pages have consecutive ids (1 with pages
+// of at least 64 tokens): the TMA kernel loads
+// such a tile with one box per plane and otherwise with one per page and 64
+// columns (kernels/tree_tma.cuh), which decides how it should feed its ring.
+double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work);
 
 // The model's cost in microseconds of one item of `kind` with `rows` rows over
 // `tokens` tokens (exposed for tests and benchmarks).

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <vector>
 
 #include "attention/reference/reference_attention.h"
 #include "attention/testing/random_plan.h"
@@ -264,6 +266,82 @@ TEST(WorkPlanGroupTest, SmallSuffixItemsAreGroupedWhereMany) {
     EXPECT_EQ(small, leaves * 8);
     EXPECT_EQ(grouped, leaves == 256 ? small : 0);
     EXPECT_EQ(groups, leaves == 256 ? small / 4 : 0);
+  }
+}
+
+// Light items (4-row suffix tiles) around heavy ones (128-row prefix tiles):
+// each CTA runs the same items as without spreading; CTAs whose first heavy
+// item reads the same KV chunk run the same number of light items before it;
+// and the light items do not all sit at one end of every CTA's list.
+TEST(WorkPlanSpreadTest, LightItemsAreSpreadAroundHeavyOnes) {
+  WorkShape shape{32, 8, 128, 2};
+  const DeviceModel device;
+  testing::PlanOptions opt;
+  Rng rng(5);
+  const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, 256}, {16384, 64}), opt, rng);
+  const WorkPlan spread = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+  shape.spread_light = false;
+  const WorkPlan plain = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+  ASSERT_EQ(spread.cta_item_indptr, plain.cta_item_indptr);
+  auto key = [](const WorkItem& it) {
+    return std::vector<int32_t>{it.segment, it.kv_head, it.row_begin, it.row_count, it.kv_begin, it.kv_end, it.chunk};
+  };
+  // Per first heavy chunk: the fraction of the CTA's light items before it
+  // (floor(f * (n + 1)) / (n + 1) for one f per chunk) and 1 / (n + 1).
+  std::map<std::vector<int32_t>, std::pair<double, double>> before_by_chunk;
+  int32_t light_first = 0, light_last = 0, ctas = 0;
+  for (size_t c = 0; c + 1 < spread.cta_item_indptr.size(); ++c) {
+    const int32_t b = spread.cta_item_indptr[c], e = spread.cta_item_indptr[c + 1];
+    std::vector<std::vector<int32_t>> got, want;
+    for (int32_t i = b; i < e; ++i) {
+      got.push_back(key(spread.items[i]));
+      want.push_back(key(plain.items[i]));
+    }
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << "CTA " << c;
+    int32_t before = 0;
+    while (b + before < e && spread.items[b + before].row_count <= kLightRows) ++before;
+    if (b + before == e || before == e - b) continue;  // no heavy item
+    const WorkItem& first = spread.items[b + before];
+    int32_t light = 0;
+    for (int32_t i = b; i < e; ++i) light += spread.items[i].row_count <= kLightRows;
+    const std::pair<double, double> at{static_cast<double>(before) / (light + 1), 1.0 / (light + 1)};
+    const auto [it, fresh] = before_by_chunk.emplace(std::vector<int32_t>{first.segment, first.kv_head, first.chunk}, at);
+    if (!fresh) {
+      EXPECT_LT(std::abs(it->second.first - at.first), std::max(it->second.second, at.second)) << "CTA " << c;
+    }
+    ++ctas;
+    light_first += spread.items[b].row_count <= kLightRows;
+    light_last += spread.items[e - 1].row_count <= kLightRows;
+  }
+  ASSERT_GT(ctas, 100);
+  EXPECT_GT(light_first, ctas / 10);
+  EXPECT_LT(light_first, ctas * 9 / 10);
+  EXPECT_LT(light_last, ctas);
+}
+
+// Pages in order: every tile's pages are consecutive; scattered over a pool:
+// few are; pages of 64 tokens: one page per tile, always.
+TEST(WorkPlanPagesTest, ConsecutivePageTileShareFollowsPageOrder) {
+  const WorkShape shape{32, 8, 128, 2};
+  const DeviceModel device;
+  for (const bool shuffle : {false, true}) {
+    for (const int32_t page_size : {16, 64}) {
+      testing::PlanOptions opt;
+      opt.shuffle_pages = shuffle;
+      opt.random_first_slot = false;
+      opt.page_size = page_size;
+      Rng rng(11);
+      const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, 64}, {2048, 64}), opt, rng);
+      const WorkPlan wp = BuildWorkPlan(tree.plan, shape, device, PathChoice::kBatched);
+      const double share = ConsecutivePageTileShare(tree.plan, wp);
+      if (!shuffle || page_size == 64) {
+        EXPECT_EQ(share, 1.0) << shuffle << " " << page_size;
+      } else {
+        EXPECT_LT(share, 0.1);
+      }
+    }
   }
 }
 

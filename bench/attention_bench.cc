@@ -202,6 +202,13 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (const char* nosplit = std::getenv("BANYAN_BENCH_TMA_NOSPLIT"); nosplit != nullptr && nosplit[0] == '1') {
     (*runner)->set_tma_split_small(false);  // A/B of TreeAttention::set_tma_split_small
   }
+  if (const char* rings = std::getenv("BANYAN_BENCH_TMA_RINGS"); rings != nullptr) {  // A/B of set_tma_rings
+    using R = TreeAttention::TmaRings;
+    (*runner)->set_tma_rings(rings[0] == 's' && rings[1] == 'p' ? R::kSplit : rings[0] == 's' ? R::kShared : R::kAuto);
+  }
+  if (const char* nospread = std::getenv("BANYAN_BENCH_NO_SPREAD"); nospread != nullptr && nospread[0] == '1') {
+    (*runner)->set_spread_light(false);  // A/B of TreeAttention::set_spread_light
+  }
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();

@@ -2,20 +2,23 @@
 // KernelVariant::kTma): the same work items, math (state.cuh) and partial
 // outputs as PersistentWgmmaKernel (tree_wgmma.cuh), restructured the way
 // FlashAttention-3 feeds its tensor cores. 384 threads:
-//   warpgroup 0, the producers (kTmaProducerRegs registers; two warps work):
-//     warp 1 copies each
-//     item's q rows (one 1-D bulk copy per row into a padded row-major
-//     buffer) and row metadata into one of two item buffers; warp 0 issues,
-//     per 64-token KV tile, TMA box loads (tensor maps over the whole KV pool,
-//     128-byte swizzle, kv_tensor_map.h) into a ring of kTmaStages stages:
-//     one box for K and one for V when the tile's pages have consecutive ids
-//     (the common case: pages are allocated in order), else one per page. Page ids come a 32-box window at a time,
-//     one per lane, the next window loaded while the current one is used;
-//     each warp loads the next item's descriptor during the current item.
+//   warpgroup 0, the producers (kTmaProducerRegs registers; two or three
+//     warps work): warp 1 copies each item's q rows (one 1-D bulk copy per
+//     row into a padded row-major buffer) and row metadata into the item
+//     buffer; warp 0 issues, per 64-token KV tile, TMA box loads (tensor maps
+//     over the whole KV pool, 128-byte swizzle, kv_tensor_map.h) into a ring
+//     of kTmaStages stages: K and V, or with kTmaSplitKv K only, warp 2
+//     loading V on barriers of its own, so that a stage's K half reloads
+//     while its V half is still in use. One box when the tile's pages have
+//     consecutive ids (the common case: pages are allocated in order), else
+//     one per page. Page ids come a 32-box window at a time, one per lane,
+//     the next window loaded while the current one is used; each warp loads
+//     the next item's descriptor during the current item.
 //   warpgroups 1-2, the consumers (kTmaConsumerRegs registers): packed rows 0-63 and
-//     64-127 of the item, exactly tree_wgmma.cuh's tile math (S = Q K^T on
-//     wgmma, online softmax in registers, O += P V on wgmma with P . V of tile
-//     t - 1 running under the softmax of tile t).
+//     64-127 of the item, tree_wgmma.cuh's tile math (S = Q K^T on wgmma,
+//     online softmax in registers, O += P V on wgmma), except that P . V of
+//     tile t - 1, issued with S of tile t, retires before the softmax of tile
+//     t: the early release of the tiles feeds the ring (PERF_NOTES session 5).
 // No thread of the math ever touches global memory except for the partial
 // states it writes; the two consumer warpgroups never wait for each other
 // except on tiles at an item's edge.
@@ -28,13 +31,16 @@
 // and the consumers zero those V rows in shared memory before the math (a
 // masked score is 0, but 0 * NaN is not) and mask their scores.
 //
-// Synchronization (mbarriers, tma.cuh): full[s] (1 arrival + the stage's
-// bytes), empty[s] (8 consumer warps, after their P . V of the stage
-// retired), item_full[b] (the 32 lanes of producer warp 1 + the q bytes) and item_empty[b]
-// (256 consumer threads, once they hold the item in registers). The only
-// generic-proxy writes the tensor cores read are the zeroed V rows: the
-// consumers fence the async proxy and meet at named barrier 1 before using
-// them (a split small item's warpgroup alone: named barrier 4 + its index).
+// Synchronization (mbarriers, tma.cuh): per stage and plane (K, V),
+// full (1 arrival + the tile's bytes; without kTmaSplitKv K's covers both
+// planes) and empty (8 consumer warps: K after S of its tile retired, V after
+// its P . V retired, one iteration later);
+// item_full[b] (the 32 lanes of producer warp 1 + the q bytes) and
+// item_empty[b] (256 consumer threads, once they hold the item in registers).
+// The only generic-proxy writes the tensor cores read are the zeroed V rows:
+// the consumers fence the async proxy and meet at named barrier 1 before
+// using them (a split small item's warpgroup alone: named barrier 4 + its
+// index).
 #ifndef BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
 #define BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
 
@@ -68,6 +74,12 @@ static_assert(kTmaConsumerThreads / 128 * 64 == kTileRows);  // 64 packed rows p
 // its item alone, instead of all to warpgroup 0 while warpgroup 1 waits.
 inline constexpr int32_t kTmaPingPong = 1;
 inline constexpr int32_t kTmaSplitSmall = 2;
+// kTmaSplitKv: K and V tiles loaded by two producer warps on separate
+// barriers (K released after S, V after P . V) instead of by one warp into
+// stages released as a whole.
+inline constexpr int32_t kTmaSplitKv = 4;
+// TmaProduceKv's plane argument for both planes.
+inline constexpr int kTmaBothPlanes = 2;
 
 // KV stages: D = 128 5 x 32 KB, D = 64 10 x 16 KB (with the item buffer,
 // under the 227 KB of shared memory a CTA may have).
@@ -93,7 +105,7 @@ struct TmaSmem {
   static constexpr int kQOffset = kTmaStages<D> * kStageBytes;
   static constexpr int kMetaOffset = kQOffset + kTmaItemBuffers * kQBytes;
   static constexpr int kBarOffset = kMetaOffset + kTmaItemBuffers * static_cast<int>(sizeof(TmaItemMeta));
-  static constexpr int kBars = 2 * kTmaStages<D> + 2 * kTmaItemBuffers;
+  static constexpr int kBars = 4 * kTmaStages<D> + 2 * kTmaItemBuffers;
   static constexpr int kBytes = kBarOffset + kBars * 8;
 
   __device__ static char* Stage(char* s, int stage) { return s + kKvOffset + stage * kStageBytes; }
@@ -101,10 +113,15 @@ struct TmaSmem {
   __device__ static TmaItemMeta* Meta(char* s, int b) {
     return reinterpret_cast<TmaItemMeta*>(s + kMetaOffset + b * static_cast<int>(sizeof(TmaItemMeta)));
   }
-  __device__ static uint64_t* Full(char* s, int stage) { return reinterpret_cast<uint64_t*>(s + kBarOffset) + stage; }
-  __device__ static uint64_t* Empty(char* s, int stage) { return Full(s, kTmaStages<D> + stage); }
-  __device__ static uint64_t* ItemFull(char* s, int b) { return Full(s, 2 * kTmaStages<D> + b); }
-  __device__ static uint64_t* ItemEmpty(char* s, int b) { return Full(s, 2 * kTmaStages<D> + kTmaItemBuffers + b); }
+  // Per stage and plane (0 K, 1 V): full (the tile landed) and empty (the
+  // consumers are done with it).
+  __device__ static uint64_t* Bar(char* s, int i) { return reinterpret_cast<uint64_t*>(s + kBarOffset) + i; }
+  __device__ static uint64_t* Full(char* s, int plane, int stage) { return Bar(s, plane * kTmaStages<D> + stage); }
+  __device__ static uint64_t* Empty(char* s, int plane, int stage) {
+    return Bar(s, (2 + plane) * kTmaStages<D> + stage);
+  }
+  __device__ static uint64_t* ItemFull(char* s, int b) { return Bar(s, 4 * kTmaStages<D> + b); }
+  __device__ static uint64_t* ItemEmpty(char* s, int b) { return Bar(s, 4 * kTmaStages<D> + kTmaItemBuffers + b); }
 };
 static_assert(sizeof(TmaItemMeta) % 16 == 0);
 
@@ -150,9 +167,21 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
   const T* q = static_cast<const T*>(p.q);
   RingSlot<kTmaItemBuffers> buf;
   WorkItem next = begin < end ? p.items[begin] : WorkItem{};
+  constexpr int kRowsPerLane = kTileRows / 32;
   for (int32_t i = begin; i < end; ++i) {
     const WorkItem it = next;
     if (i + 1 < end) next = p.items[i + 1];
+    // Every row's entry data first, all loads in flight at once (one global
+    // round trip, not one per 32 rows: the copies below are ordered memory
+    // operations), before waiting for the buffer.
+    int32_t q_row[kRowsPerLane], kv_limit[kRowsPerLane];
+#pragma unroll
+    for (int k = 0; k < kRowsPerLane; ++k) {
+      const int r = lane + 32 * k;
+      const int32_t entry = it.entry_begin + (it.row_begin + r) / p.group;
+      q_row[k] = r < it.row_count ? p.entry_query[entry] : 0;
+      kv_limit[k] = r < it.row_count ? p.entry_kv_limit[entry] : 0;
+    }
     MbarrierWait(L::ItemEmpty(smem, buf.index), buf.phase ^ 1u);
     TmaItemMeta* meta = L::Meta(smem, buf.index);
     uint64_t* item_full = L::ItemFull(smem, buf.index);
@@ -162,15 +191,17 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
     }
     __syncwarp();
     T* q_rows = L::QRows(smem, buf.index);
-    for (int r = lane; r < it.row_count; r += 32) {
+#pragma unroll
+    for (int k = 0; k < kRowsPerLane; ++k) {
+      const int r = lane + 32 * k;
+      if (r >= it.row_count) break;
       const int32_t packed = it.row_begin + r;
       const int32_t entry = it.entry_begin + packed / p.group;
       const int32_t head = it.kv_head * p.group + packed % p.group;
-      const int32_t q_row = p.entry_query[entry];
       meta->entry[r] = entry;
       meta->head[r] = head;
-      meta->limit[r] = min(p.entry_kv_limit[entry], it.kv_end);
-      BulkCopyToShared(q_rows + r * L::kQStride, q + (int64_t{q_row} * p.num_q_heads + head) * D, D * sizeof(T),
+      meta->limit[r] = min(kv_limit[k], it.kv_end);
+      BulkCopyToShared(q_rows + r * L::kQStride, q + (int64_t{q_row[k]} * p.num_q_heads + head) * D, D * sizeof(T),
                        item_full);
     }
     MbarrierArrive(item_full);
@@ -178,11 +209,12 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
   }
 }
 
-// Producer warp 0: the KV tiles of every item. box_rows = min(page size,
+// Producer warps 0 and 2: the K (kPlane 0) or V (kPlane 1) tiles of every
+// item; kPlane kTmaBothPlanes: both, on K's barriers (shared rings). box_rows = min(page size,
 // 64); maps: kv_tensor_map.h (multi: a whole tile of pages with consecutive
 // ids in one box, single: one page). The next item's descriptor loads
 // during the current one.
-template <typename T, int D>
+template <typename T, int D, int kPlane>
 __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensorMap* multi, const CUtensorMap* single,
                                              int32_t box_rows, char* smem, int32_t begin, int32_t end) {
   using L = TmaSmem<T, D>;
@@ -190,7 +222,10 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
   const int page_shift = __ffs(p.page_size) - 1;
   const int boxes_per_tile = kKvTile / box_rows;
   const uint32_t box_bytes = static_cast<uint32_t>(box_rows) * 128u;  // rows x 64 columns x 2 bytes
-  const uint32_t present_bytes = box_bytes * 2u * (D / 64);           // K and V, every column block
+  // Planes loaded (a compile-time range: this loop issues the TMA copies).
+  constexpr bool kBoth = kPlane == kTmaBothPlanes;
+  constexpr int kFirst = kBoth ? 0 : kPlane, kLast = kBoth ? 1 : kPlane;
+  const uint32_t present_bytes = box_bytes * (D / 64) * (kBoth ? 2u : 1u);  // every column block, each plane
   // Plane pages (kv_tensor_map.h) of the layer's K and V planes.
   const int64_t plane_page = int64_t{p.num_kv_heads} * p.page_size * D;
   const int32_t k_page0 = static_cast<int32_t>(p.k_plane / plane_page);
@@ -228,15 +263,18 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
         present += page >= 0;
         consecutive = consecutive && page == first + b;
       }
-      MbarrierWait(L::Empty(smem, stage.index), stage.phase ^ 1u);
-      uint64_t* full = L::Full(smem, stage.index);
-      char* dst = L::Stage(smem, stage.index);
+#pragma unroll
+      for (int pl = kFirst; pl <= kLast; ++pl) MbarrierWait(L::Empty(smem, pl, stage.index), stage.phase ^ 1u);
+      uint64_t* full = L::Full(smem, kFirst, stage.index);
       if (lane == 0) MbarrierArriveExpectTx(full, static_cast<uint32_t>(present) * present_bytes);
       const int32_t slot0 = (tiles.base0 + k0 * box_rows) & (p.page_size - 1);  // 0 unless pages exceed 64 slots
       if (consecutive) {
         if (lane == 0) {
-          TmaLoad5d(dst, multi, 0, slot0, k_page0 + first, it.kv_head, 0, full);
-          TmaLoad5d(dst + L::kTileBytes, multi, 0, slot0, v_page0 + first, it.kv_head, 0, full);
+#pragma unroll
+          for (int pl = kFirst; pl <= kLast; ++pl) {
+            TmaLoad5d(L::Stage(smem, stage.index) + pl * L::kTileBytes, multi, 0, slot0,
+                      (pl == 0 ? k_page0 : v_page0) + first, it.kv_head, 0, full);
+          }
         }
       } else {
         for (int b = 0; b < boxes_per_tile; ++b) {
@@ -244,9 +282,11 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
           if (lane == 0 && page >= 0) {
 #pragma unroll
             for (int blk = 0; blk < D / 64; ++blk) {
-              char* box = dst + blk * (kKvTile * 128) + b * box_bytes;
-              TmaLoad5d(box, single, 0, slot0, k_page0 + page, it.kv_head, blk, full);
-              TmaLoad5d(box + L::kTileBytes, single, 0, slot0, v_page0 + page, it.kv_head, blk, full);
+#pragma unroll
+              for (int pl = kFirst; pl <= kLast; ++pl) {
+                TmaLoad5d(L::Stage(smem, stage.index) + pl * L::kTileBytes + blk * (kKvTile * 128) + b * box_bytes,
+                          single, 0, slot0, (pl == 0 ? k_page0 : v_page0) + page, it.kv_head, blk, full);
+              }
             }
           }
         }
@@ -280,7 +320,7 @@ __device__ __forceinline__ void ZeroOutsideRows(char* v_tile, int32_t base, int3
 // passes its stages on.
 template <typename T, int D>
 __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int32_t begin, int32_t end,
-                                           bool pingpong, bool split_small) {
+                                           bool pingpong, bool split_small, bool split_kv) {
 #ifdef BANYAN_WGMMA_ENABLED
   using L = TmaSmem<T, D>;
   constexpr int kKSteps = D / 16;
@@ -345,58 +385,68 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     uint32_t pa[4][4];  // P of the previous tile (A of its P . V)
 #pragma unroll
     for (int j = 0; j < 16; ++j) pa[j / 4][j % 4] = 0u;
-    int prev_stage = stage.index;
-    for (int t = 0; t < tiles.count; ++t) {
-      MbarrierWait(L::Full(smem, stage.index), stage.phase);
-      const int32_t base = tiles.base0 + t * kKvTile;
-      if (tiles.Edge(t)) {
-        char* v_tile = L::Stage(smem, stage.index) + L::kTileBytes;
-        if (!small) {  // both warpgroups read the tile
-          ZeroOutsideRows<T, D, kTmaConsumerThreads>(v_tile, base, tiles.pos_begin, tiles.pos_end, ct);
-          FenceProxyAsync();
-          NamedBarrierSync(1, kTmaConsumerThreads);
-        } else if (group_active) {  // only this warpgroup does
-          ZeroOutsideRows<T, D, 128>(v_tile, base, tiles.pos_begin, tiles.pos_end, ct % 128);
-          FenceProxyAsync();
-          NamedBarrierSync(4 + group, 128);
-        }
+    // Tile t's K and V land for iteration t (V's edge rows zeroed then); K
+    // is released right after S of tile t, V after its P . V in iteration
+    // t + 1 (waiting for V only then measured slower, PERF_NOTES session 5).
+    // With shared rings (!split_kv) K's full barrier covers both.
+    RingSlot<kTmaStages<D>> prev = stage;  // tile t - 1's stage (tile 0's while t == 0)
+    // Waits for V of tile `vt` (in `slot`) and clears its rows outside the item.
+    auto land_v = [&](const RingSlot<kTmaStages<D>>& slot, int vt) {
+      if (split_kv) MbarrierWait(L::Full(smem, 1, slot.index), slot.phase);
+      if (!tiles.Edge(vt)) return;
+      char* v_tile = L::Stage(smem, slot.index) + L::kTileBytes;
+      const int32_t base = tiles.base0 + vt * kKvTile;
+      if (!small) {  // both warpgroups read the tile
+        ZeroOutsideRows<T, D, kTmaConsumerThreads>(v_tile, base, tiles.pos_begin, tiles.pos_end, ct);
+        FenceProxyAsync();
+        NamedBarrierSync(1, kTmaConsumerThreads);
+      } else if (group_active) {  // only this warpgroup does
+        ZeroOutsideRows<T, D, 128>(v_tile, base, tiles.pos_begin, tiles.pos_end, ct % 128);
+        FenceProxyAsync();
+        NamedBarrierSync(4 + group, 128);
       }
+    };
+    // This warp is done with the K or V tile in `slot`.
+    auto release = [&](int plane, int index) {
+      __syncwarp();
+      if (lane == 0) MbarrierArrive(L::Empty(smem, plane, index));
+    };
+    for (int t = 0; t < tiles.count; ++t) {
+      MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
+      land_v(stage, t);
       if (group_active) {
-        const int32_t tok0 = base - it.first_slot;
+        const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
         float s[32];
         if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
         // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
         // P = 0 times tile 0's V (landed, finite): no branch around wgmma
         // (ptxas serializes every wgmma of a kernel that has one).
-        IssueTileProducts<T>(s, qf, k_desc0, stage.index * kStageUnits, o, pa, v_desc0, prev_stage * kStageUnits);
+        IssueTileProducts<T>(s, qf, k_desc0, stage.index * kStageUnits, o, pa, v_desc0, prev.index * kStageUnits);
         if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
-        WgmmaWait<1>();
+        // Both products retired before the softmax: ptxas retires P . V of
+        // tile t - 1 there anyway (PERF_NOTES session 4 item 5), and so the
+        // tiles go back to the producers a softmax earlier, which the ring
+        // needs more than the overlap (PERF_NOTES session 5).
+        WgmmaWait<0>();
         FenceRegs(s);
+        FenceRegs(o);
+        release(0, stage.index);
+        if (t > 0) release(1, prev.index);
         float factor[2];
         SoftmaxTile64(s, tok0, tok0 < it.kv_begin || tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m,
                       l, factor);
-        WgmmaWait<0>();  // P . V of tile t - 1: o and pa are free
-        FenceRegs(o);
-        if (t > 0) {  // this warp is done with tile t - 1's stage
-          __syncwarp();
-          if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
-        }
         RescaleAndPackP<T>(o, factor, s, pa);
+      } else {  // no math: done with the tiles at once
+        release(0, stage.index);
+        if (t > 0) release(1, prev.index);
       }
-      if (!group_active && t > 0) {  // no math: done with tile t - 1's stage at once
-        __syncwarp();
-        if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
-      }
-      prev_stage = stage.index;
+      prev = stage;
       stage.Advance();
     }
     if (pp && group == 0) NamedBarrierSync(2, kTmaConsumerThreads);  // warpgroup 1's last turn
-    if (tiles.count > 0) {
-      if (group_active) {  // P . V of the last tile
-        LastTileProduct<T>(o, pa, v_desc0, prev_stage * kStageUnits);
-      }
-      __syncwarp();
-      if (lane == 0) MbarrierArrive(L::Empty(smem, prev_stage));
+    if (tiles.count > 0) {  // P . V of the last tile
+      if (group_active) LastTileProduct<T>(o, pa, v_desc0, prev.index * kStageUnits);
+      release(1, prev.index);
     }
     StoreRowPartials<D>(p, it, entry, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
     ItemTraceEnd(p, ct == 0, i == begin, it.row_count, tiles.count);
@@ -408,6 +458,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
   (void)end;
   (void)pingpong;
   (void)split_small;
+  (void)split_kv;
 #endif
 }
 
@@ -415,7 +466,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 // of the KV dtype, page size a power of two >= 8: TreeAttention checks).
 // kv_multi / kv_single: the 5-D tensor maps over the whole KV pool
 // (kv_tensor_map.h), box_rows slots per page box. flags: kTmaPingPong,
-// kTmaSplitSmall.
+// kTmaSplitSmall, kTmaSplitKv.
 template <typename T, int D>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_multi,
@@ -428,9 +479,11 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   TraceRecord(p, 0, 4);
   using L = TmaSmem<T, D>;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kTmaStages<D>; ++s) {
-      MbarrierInit(L::Full(smem, s), 1);
-      MbarrierInit(L::Empty(smem, s), kTmaConsumerThreads / 32);
+    for (int plane = 0; plane < 2; ++plane) {
+      for (int s = 0; s < kTmaStages<D>; ++s) {
+        MbarrierInit(L::Full(smem, plane, s), 1);
+        MbarrierInit(L::Empty(smem, plane, s), kTmaConsumerThreads / 32);
+      }
     }
     for (int b = 0; b < kTmaItemBuffers; ++b) {
       MbarrierInit(L::ItemFull(smem, b), 32);
@@ -442,14 +495,20 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   const int32_t begin = p.cta_item_indptr[blockIdx.x], end = p.cta_item_indptr[blockIdx.x + 1];
   if (threadIdx.x < 128) {
     ShrinkRegisters<kTmaProducerRegs>();
-    if (threadIdx.x < 32) {
-      TmaProduceKv<T, D>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
+    const bool split_kv = (flags & kTmaSplitKv) != 0;
+    if (threadIdx.x < 32 && split_kv) {
+      TmaProduceKv<T, D, 0>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
+    } else if (threadIdx.x < 32) {
+      TmaProduceKv<T, D, kTmaBothPlanes>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
     } else if (threadIdx.x < 64) {
       TmaProduceItems<T, D>(p, smem, begin, end);
+    } else if (threadIdx.x < 96 && split_kv) {
+      TmaProduceKv<T, D, 1>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
     }
   } else {
     GrowRegisters<kTmaConsumerRegs>();
-    TmaConsume<T, D>(p, smem, begin, end, (flags & kTmaPingPong) != 0, (flags & kTmaSplitSmall) != 0);
+    TmaConsume<T, D>(p, smem, begin, end, (flags & kTmaPingPong) != 0, (flags & kTmaSplitSmall) != 0,
+                     (flags & kTmaSplitKv) != 0);
   }
 #else
   (void)p;

@@ -65,10 +65,11 @@ __device__ __forceinline__ float FastExp2(float x) {
 // sum l of each row move (row max over the 4 threads of a row), s becomes
 // exp2(s * scale - m) (one FFMA and one MUFU per score), and factor[r] is what
 // the row's accumulator must be multiplied by (1 when its max did not move).
-// scale: softmax scale * log2(e) (> 0).
-__device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool mask, int32_t kv_begin,
-                                              const int32_t (&limit)[2], int tq, float scale, float (&m)[2],
-                                              float (&l)[2], float (&factor)[2]) {
+// scale: softmax scale * log2(e) (> 0). SoftmaxTile64To writes the
+// probabilities into pr instead (pr may be s).
+__device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32], int32_t tok0, bool mask,
+                                                int32_t kv_begin, const int32_t (&limit)[2], int tq, float scale,
+                                                float (&m)[2], float (&l)[2], float (&factor)[2]) {
   if (mask) {
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
@@ -92,9 +93,14 @@ __device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool
   }
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
-    s[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
-    l[(i % 4) / 2] += s[i];
+    pr[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
+    l[(i % 4) / 2] += pr[i];
   }
+}
+__device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool mask, int32_t kv_begin,
+                                              const int32_t (&limit)[2], int tq, float scale, float (&m)[2],
+                                              float (&l)[2], float (&factor)[2]) {
+  SoftmaxTile64To(s, s, tok0, mask, kv_begin, limit, tq, scale, m, l, factor);
 }
 
 // o (the 64 x D accumulator, D layout) times each row's factor, skipped when
