@@ -66,6 +66,7 @@ struct Shape {
   std::string name;
   int32_t q_heads, kv_heads;
   std::vector<int32_t> fanout, length;
+  int32_t head_dim = 128;
 };
 
 struct Row {
@@ -142,7 +143,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
     state.SkipWithError("no GPU");
     return;
   }
-  constexpr int32_t kD = 128;
+  const int32_t head_dim = shape.head_dim;
   Rng rng(11);
   testing::PlanOptions popt;
   popt.random_first_slot = false;
@@ -156,11 +157,11 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   KvLayout layout;
   layout.num_layers = 1;
   layout.num_kv_heads = shape.kv_heads;
-  layout.head_dim = kD;
+  layout.head_dim = head_dim;
   layout.page_size = plan.page_size;
   layout.num_pages = tree.num_pages;
   layout.dtype_bytes = 2;
-  const int64_t q_elems = int64_t{plan.num_queries} * shape.q_heads * kD;
+  const int64_t q_elems = int64_t{plan.num_queries} * shape.q_heads * head_dim;
   auto stream = gpu::Stream::Create();
   BENCH_OK(stream.status());
   auto kv = gpu::DeviceBuffer::Allocate(layout.TotalBytes());
@@ -308,9 +309,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   double bytes = 2.0 * q_elems * 2;
   double flops = 0;
   for (int32_t s = 0; s < plan.num_segments(); ++s) {
-    bytes += 2.0 * plan.segment_length[s] * shape.kv_heads * kD * 2;
+    bytes += 2.0 * plan.segment_length[s] * shape.kv_heads * head_dim * 2;
     for (int32_t e = plan.segment_entry_indptr[s]; e < plan.segment_entry_indptr[s + 1]; ++e) {
-      flops += 4.0 * plan.entry_kv_limit[e] * kD * shape.q_heads;
+      flops += 4.0 * plan.entry_kv_limit[e] * head_dim * shape.q_heads;
     }
   }
   const double floor_us = std::max(bytes / kHbmBytesPerSec, flops / kBf16FlopsPerSec) * 1e6;
@@ -340,6 +341,10 @@ std::vector<Shape> Shapes() {
     // The same tree treated as two levels (the problem's 512 tokens copied into every sample).
     shapes.push_back({absl::StrFormat("h%d/%d as2lvl 2048/1024x768", hq, hkv), hq, hkv, {1, 1024}, {2048, 768}});
   }
+  // The engine's decode step (bench/engine_bench.cc's model: 32/8 heads of 64), not an issue shape:
+  // 256 branches over 2K (suffixes there grow to 128), 1,024 over 16K.
+  shapes.push_back({"h32/8 D64 L256 P2048 S64 (engine)", 32, 8, {1, 256}, {2048, 64}, 64});
+  shapes.push_back({"h32/8 D64 L1024 P16384 S64 (engine)", 32, 8, {1, 1024}, {16384, 64}, 64});
   // Latency probe (not an issue shape): one query row, two 64-token segments, i.e. two one-tile
   // items and the merge: what a launch costs before any real work.
   shapes.push_back({"h8/1 probe 1x(64+64)", 8, 1, {1, 1}, {64, 64}});
