@@ -11,10 +11,28 @@
 //   3 pp       mode 0 with the two warpgroups taking turns to issue (ping-pong)
 //   4 pplean   mode 2 with ping-pong
 //   5 softonly the softmax only (no tensor-core work)
+// ("kernel+sm": mode 0 with modes 6-13's shared-memory size)
+// and, with a producer warpgroup as in the kernel (384 threads, setmaxnreg
+// 40 / 232, a ring of 5 stages of 32 KB with full / empty mbarriers; the
+// consumers run mode 0's loop on the stage that landed and release the
+// previous one after its P . V, as tree_tma.cuh does):
+//   6 ring      the protocol only: the producer arrives on `full` without data
+//   7 ring+copy each stage filled by two 16 KB bulk copies from an L2-resident
+//               8 MB buffer (CTA c starts at tile 7c)
+//   8 copy+idle the copies of mode 7 into 3 other stages the math never reads,
+//               the math on 2 fixed stages (no waits): writes alone
+//   9 arrive    mode 6 without the consumers' `full` wait (their arrivals only)
+//  10 wait      mode 6 without the consumers' arrivals (the producer runs
+//               ahead without waiting for `empty`: their waits only)
+//  11 late      mode 6 with the arrival after the softmax (session 4's order)
+//  12 bare      the 384-thread structure alone: the producer exits at once, the
+//               consumers run mode 0's loop on 2 fixed stages
+//  13 random    mode 7 on random K and V (the running max moves, o rescales)
 // Prints clocks per tile per CTA (both warpgroups' rows: 4.2 MFLOP, 1,024
 // clocks at 4,096 FLOP/clk) and microseconds per tile over the grid.
 //   nvcc -O3 -std=c++20 -I. -gencode arch=compute_90a,code=sm_90a -o tile_loop bench/micro/tile_loop.cu
-// Results: bench/RESULTS.md "Session 5".
+// Results (H100, 2026-11-23): bench/RESULTS.md "Session 5: light items spread, ...";
+// raw: bench/peers/results/h100_2026-11-23_attention_s5_ab.txt.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -73,6 +91,38 @@ __device__ __forceinline__ void Pack(const float (&pr)[32], uint32_t (&pa)[4][4]
   }
 }
 
+// A consumer's registers before its loop: q fragments (small values from
+// the lane), o = 0, the empty softmax state, P = 0.
+__device__ __forceinline__ void InitLoop(int lane, uint32_t (&qf)[kKSteps][4], float (&o)[D / 2], float (&m)[2],
+                                         float (&l)[2], uint32_t (&pa)[4][4]) {
+#pragma unroll
+  for (int ks = 0; ks < kKSteps; ++ks) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) qf[ks][j] = k::PackPair<T>(0.01f * (lane + j), -0.02f * (ks + j));
+  }
+#pragma unroll
+  for (int j = 0; j < D / 2; ++j) o[j] = 0.0f;
+  m[0] = m[1] = -CUDART_INF_F;
+  l[0] = l[1] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) pa[j / 4][j % 4] = 0u;
+}
+
+// After the loop: the clocks since t0 (by each warpgroup's first thread) and
+// a sum of the results, so that nothing is dead code.
+__device__ __forceinline__ void Finish(long long t0, int group, bool lead, const float (&o)[D / 2],
+                                       const float (&l)[2], const uint32_t (&pa)[4][4], float* sink,
+                                       long long* clocks) {
+  const long long t1 = clock64();
+  float acc = l[0] + l[1];
+#pragma unroll
+  for (int j = 0; j < D / 2; ++j) acc += o[j];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) acc += static_cast<float>(pa[j / 4][j % 4] & 1u);
+  sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+  if (lead) clocks[blockIdx.x * 2 + group] = t1 - t0;
+}
+
 template <int kMode>
 __global__ void __launch_bounds__(256, 1) TileLoop(int tiles, int opaque_zero, float* sink, long long* clocks) {
 #ifdef BANYAN_WGMMA_ENABLED
@@ -88,22 +138,12 @@ __global__ void __launch_bounds__(256, 1) TileLoop(int tiles, int opaque_zero, f
   const float scale = __int_as_float(__float_as_int(0.125f * 1.4426950f) | opaque_zero);
   const uint64_t k_desc0 = k::SmemDescriptor(smem, 16, 1024);
   const uint64_t v_desc0 = k::SmemDescriptor(smem + kTileBytes, 64 * 128, 1024);
-  uint32_t qf[kKSteps][4];
-#pragma unroll
-  for (int ks = 0; ks < kKSteps; ++ks) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) qf[ks][j] = k::PackPair<T>(0.01f * (lane + j), -0.02f * (ks + j));
-  }
-  float o[D / 2];
-#pragma unroll
-  for (int j = 0; j < D / 2; ++j) o[j] = 0.0f;
+  uint32_t qf[kKSteps][4], pa[4][4];
+  float o[D / 2], m[2], l[2];
+  InitLoop(lane, qf, o, m, l, pa);
   float s[32];
 #pragma unroll
   for (int j = 0; j < 32; ++j) s[j] = 0.0f;
-  float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
-  uint32_t pa[4][4];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) pa[j / 4][j % 4] = 0u;
   constexpr bool kPp = kMode == 3 || kMode == 4;
   constexpr bool kLean = kMode == 2 || kMode == 4;
   constexpr uint32_t kStageUnits = kStageBytes / 16;
@@ -147,33 +187,141 @@ __global__ void __launch_bounds__(256, 1) TileLoop(int tiles, int opaque_zero, f
   if (kPp && group == 0) k::NamedBarrierSync(2, 256);
   k::WgmmaWait<0>();
   k::FenceRegs(o);
-  const long long t1 = clock64();
-  float acc = l[0] + l[1];
-#pragma unroll
-  for (int j = 0; j < D / 2; ++j) acc += o[j];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) acc += static_cast<float>(pa[j / 4][j % 4] & 1u);
-  sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
-  if (threadIdx.x % 128 == 0) clocks[blockIdx.x * 2 + group] = t1 - t0;
+  Finish(t0, group, threadIdx.x % 128 == 0, o, l, pa, sink, clocks);
 #endif
 }
 
+constexpr int kRingStages = 5, kSourceTiles = 256;  // 8 MB of source tiles
+
+// Values in [-2, 2) from a hash of the index.
+__global__ void FillRandom(T* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    out[i] = __float2bfloat16(static_cast<float>(h >> 8) / static_cast<float>(1u << 22) - 2.0f);
+  }
+}
+
+// Modes 6-8 (see the top): warpgroup 0 produces, 1-2 consume.
 template <int kMode>
-void Run(const char* name, int ctas, int tiles) {
-  const int smem = kStages * kStageBytes + 1024;
-  cudaFuncSetAttribute(TileLoop<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+__global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source, float* sink, long long* clocks) {
+#ifdef BANYAN_WGMMA_ENABLED
+  extern __shared__ __align__(1024) char smem_raw[];
+  char* smem = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kRingStages * kStageBytes);
+  uint64_t* empty = full + kRingStages;
+  for (int i = threadIdx.x; i < kRingStages * kStageBytes / 2; i += blockDim.x) {
+    reinterpret_cast<T*>(smem)[i] = __float2bfloat16(0.01f * static_cast<float>(i % 13) - 0.06f);
+  }
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < kRingStages; ++st) {
+      k::MbarrierInit(full + st, 1);
+      k::MbarrierInit(empty + st, kMode == 8 ? 1 : 8);
+    }
+    k::FenceMbarrierInit();
+  }
+  k::FenceProxyAsync();
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    k::ShrinkRegisters<40>();
+    if (threadIdx.x != 0 || kMode == 12) return;
+    // Mode 8 writes stages 2-4 only, reusing one once its copies landed.
+    const int first = kMode == 8 ? 2 : 0, count = kMode == 8 ? 3 : kRingStages;
+    int st = 0;
+    uint32_t phase = 0;
+    for (int t = 0; t < tiles; ++t) {
+      if (kMode == 8) {
+        if (t >= count) k::MbarrierWait(full + first + st, phase ^ 1u);
+      } else if (kMode != 10 && kMode != 9) {
+        k::MbarrierWait(empty + st, phase ^ 1u);
+      }
+      uint64_t* bar = full + first + st;
+      if (kMode == 6 || kMode == 9 || kMode == 11) {
+        if (kMode != 9) k::MbarrierArrive(bar);
+      } else if (kMode == 10) {
+        if (t < kRingStages) k::MbarrierArrive(bar);  // every phase complete once: parity waits alternate
+      } else {
+        k::MbarrierArriveExpectTx(bar, kStageBytes);
+        const char* src = source + static_cast<int64_t>((blockIdx.x * 7 + t) % kSourceTiles) * kStageBytes;
+        char* dst = smem + (first + st) * kStageBytes;
+        k::BulkCopyToShared(dst, src, kTileBytes, bar);
+        k::BulkCopyToShared(dst + kTileBytes, src + kTileBytes, kTileBytes, bar);
+      }
+      if (++st == count) {
+        st = 0;
+        phase ^= 1u;
+      }
+    }
+    if (kMode == 8) {  // no copy may still be landing when the CTA exits
+      for (int i = 0; i < count; ++i) {
+        const int uses = (tiles - i + count - 1) / count;
+        if (uses > 0) k::MbarrierWait(full + first + i, static_cast<uint32_t>(uses - 1) & 1u);
+      }
+    }
+    return;
+  }
+  k::GrowRegisters<232>();
+  const int ct = threadIdx.x - 128, group = ct / 128, lane = ct % 32;
+  const float scale = 0.125f * 1.4426950f;
+  const uint64_t k_desc0 = k::SmemDescriptor(smem, 16, 1024);
+  const uint64_t v_desc0 = k::SmemDescriptor(smem + kTileBytes, 64 * 128, 1024);
+  uint32_t qf[kKSteps][4], pa[4][4];
+  float o[D / 2], m[2], l[2];
+  InitLoop(lane, qf, o, m, l, pa);
+  constexpr uint32_t kStageUnits = kStageBytes / 16;
+  constexpr bool kNoWaits = kMode == 8 || kMode == 12;
+  const int stages = kNoWaits ? 2 : kRingStages;
+  int st = 0, prev = 0;
+  uint32_t phase = 0;
+  const long long t0 = clock64();
+  for (int t = 0; t < tiles; ++t) {
+    if (!kNoWaits && kMode != 9) k::MbarrierWait(full + st, kMode == 10 ? 0u : phase);
+    float s[32];
+    Issue(s, qf, k_desc0, st * kStageUnits, o, pa, v_desc0, prev * kStageUnits, 0);
+    k::WgmmaWait<0>();
+    k::FenceRegs(s);
+    k::FenceRegs(o);
+    if (!kNoWaits && kMode != 10 && kMode != 11 && t > 0) {
+      __syncwarp();
+      if (lane == 0) k::MbarrierArrive(empty + prev);
+    }
+    float factor[2];
+    k::SoftmaxTile64(s, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+    if (kMode == 11 && t > 0) {
+      __syncwarp();
+      if (lane == 0) k::MbarrierArrive(empty + prev);
+    }
+    k::RescaleAndPackP<T>(o, factor, s, pa);
+    prev = st;
+    if (++st == stages) {
+      st = 0;
+      phase ^= 1u;
+    }
+  }
+  k::WgmmaWait<0>();
+  k::FenceRegs(o);
+  Finish(t0, group, ct % 128 == 0, o, l, pa, sink, clocks);
+#endif
+}
+
+// Launches `launch(sink, clocks)` once to warm up, then 5 times; prints the
+// best event time and CTA 0's clocks per tile.
+template <typename Launch>
+void Report(const char* name, int ctas, int tiles, int threads, Launch launch) {
   float* sink;
   long long* clocks;
-  cudaMalloc(&sink, sizeof(float) * ctas * 256);
+  cudaMalloc(&sink, sizeof(float) * ctas * threads);
   cudaMalloc(&clocks, sizeof(long long) * ctas * 2);
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
-  TileLoop<kMode><<<ctas, 256, smem>>>(tiles, 0, sink, clocks);  // warm-up
+  launch(sink, clocks);
   float best = 1e30f;
   for (int rep = 0; rep < 5; ++rep) {
     cudaEventRecord(a);
-    TileLoop<kMode><<<ctas, 256, smem>>>(tiles, 0, sink, clocks);
+    launch(sink, clocks);
     cudaEventRecord(b);
     cudaEventSynchronize(b);
     float ms = 0;
@@ -190,6 +338,24 @@ void Run(const char* name, int ctas, int tiles) {
   cudaFree(clocks);
 }
 
+template <int kMode>
+void RunFed(const char* name, int ctas, int tiles, const char* source) {
+  const int smem = kRingStages * kStageBytes + 2 * kRingStages * 8 + 1024;
+  cudaFuncSetAttribute(FedLoop<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  Report(name, ctas, tiles, 384, [&](float* sink, long long* clocks) {
+    FedLoop<kMode><<<ctas, 384, smem>>>(tiles, source, sink, clocks);
+  });
+}
+
+template <int kMode>
+void Run(const char* name, int ctas, int tiles, int extra_smem = 0) {
+  const int smem = kStages * kStageBytes + 1024 + extra_smem;
+  cudaFuncSetAttribute(TileLoop<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  Report(name, ctas, tiles, 256, [&](float* sink, long long* clocks) {
+    TileLoop<kMode><<<ctas, 256, smem>>>(tiles, 0, sink, clocks);
+  });
+}
+
 int main() {
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
@@ -202,6 +368,25 @@ int main() {
     Run<3>("pp", ctas, tiles);
     Run<4>("pplean", ctas, tiles);
     Run<5>("softonly", ctas, tiles);
+    Run<0>("kernel+sm", ctas, tiles, 3 * kStageBytes);  // mode 0 with FedLoop's shared memory size
   }
+  char* source;
+  cudaMalloc(&source, size_t{kSourceTiles} * kStageBytes);
+  cudaMemset(source, 0x3c, size_t{kSourceTiles} * kStageBytes);  // bf16 0x3c3c: 0.0115
+  char* random;
+  cudaMalloc(&random, size_t{kSourceTiles} * kStageBytes);
+  FillRandom<<<1024, 256>>>(reinterpret_cast<T*>(random), int64_t{kSourceTiles} * kStageBytes / 2);
+  for (const int ctas : {1, prop.multiProcessorCount}) {
+    RunFed<6>("ring", ctas, tiles, source);
+    RunFed<7>("ringcopy", ctas, tiles, source);
+    RunFed<8>("copyidle", ctas, tiles, source);
+    RunFed<9>("arrive", ctas, tiles, source);
+    RunFed<10>("wait", ctas, tiles, source);
+    RunFed<11>("late", ctas, tiles, source);
+    RunFed<12>("bare", ctas, tiles, source);
+    RunFed<13>("random", ctas, tiles, random);
+  }
+  cudaFree(source);
+  cudaFree(random);
   return 0;
 }
