@@ -28,6 +28,7 @@
 //  12 bare      the 384-thread structure alone: the producer exits at once, the
 //               consumers run mode 0's loop on 2 fixed stages
 //  13 random    mode 7 on random K and V (the running max moves, o rescales)
+//  14 nomaxnreg mode 12 without setmaxnreg (every warp keeps the launch's 168)
 // Prints clocks per tile per CTA (both warpgroups' rows: 4.2 MFLOP, 1,024
 // clocks at 4,096 FLOP/clk) and microseconds per tile over the grid.
 //   nvcc -O3 -std=c++20 -I. -gencode arch=compute_90a,code=sm_90a -o tile_loop bench/micro/tile_loop.cu
@@ -225,8 +226,8 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
   k::FenceProxyAsync();
   __syncthreads();
   if (threadIdx.x < 128) {
-    k::ShrinkRegisters<40>();
-    if (threadIdx.x != 0 || kMode == 12) return;
+    if (kMode != 14) k::ShrinkRegisters<40>();
+    if (threadIdx.x != 0 || kMode == 12 || kMode == 14) return;
     // Mode 8 writes stages 2-4 only, reusing one once its copies landed.
     const int first = kMode == 8 ? 2 : 0, count = kMode == 8 ? 3 : kRingStages;
     int st = 0;
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
     }
     return;
   }
-  k::GrowRegisters<232>();
+  if (kMode != 14) k::GrowRegisters<232>();
   const int ct = threadIdx.x - 128, group = ct / 128, lane = ct % 32;
   const float scale = 0.125f * 1.4426950f;
   const uint64_t k_desc0 = k::SmemDescriptor(smem, 16, 1024);
@@ -271,7 +272,7 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
   float o[D / 2], m[2], l[2];
   InitLoop(lane, qf, o, m, l, pa);
   constexpr uint32_t kStageUnits = kStageBytes / 16;
-  constexpr bool kNoWaits = kMode == 8 || kMode == 12;
+  constexpr bool kNoWaits = kMode == 8 || kMode == 12 || kMode == 14;
   const int stages = kNoWaits ? 2 : kRingStages;
   int st = 0, prev = 0;
   uint32_t phase = 0;
@@ -385,6 +386,7 @@ int main() {
     RunFed<11>("late", ctas, tiles, source);
     RunFed<12>("bare", ctas, tiles, source);
     RunFed<13>("random", ctas, tiles, random);
+    RunFed<14>("nomaxnreg", ctas, tiles, random);
   }
   cudaFree(source);
   cudaFree(random);
