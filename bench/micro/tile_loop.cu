@@ -29,6 +29,8 @@
 //               consumers run mode 0's loop on 2 fixed stages
 //  13 random    mode 7 on random K and V (the running max moves, o rescales)
 //  14 nomaxnreg mode 12 without setmaxnreg (every warp keeps the launch's 168)
+//  15 early     mode 6 with the next stage's `full` tested (test_wait) while the
+//               products run; the blocking wait only when it had not landed
 // Prints clocks per tile per CTA (both warpgroups' rows: 4.2 MFLOP, 1,024
 // clocks at 4,096 FLOP/clk) and microseconds per tile over the grid.
 //   nvcc -O3 -std=c++20 -I. -gencode arch=compute_90a,code=sm_90a -o tile_loop bench/micro/tile_loop.cu
@@ -192,6 +194,19 @@ __global__ void __launch_bounds__(256, 1) TileLoop(int tiles, int opaque_zero, f
 #endif
 }
 
+// Whether the phase of parity `parity` has completed, without waiting (mode 15).
+__device__ __forceinline__ bool MbarrierTestWait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(k::SmemAddress(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
 constexpr int kRingStages = 5, kSourceTiles = 256;  // 8 MB of source tiles
 
 // Values in [-2, 2) from a hash of the index.
@@ -239,7 +254,7 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
         k::MbarrierWait(empty + st, phase ^ 1u);
       }
       uint64_t* bar = full + first + st;
-      if (kMode == 6 || kMode == 9 || kMode == 11) {
+      if (kMode == 6 || kMode == 9 || kMode == 11 || kMode == 15) {
         if (kMode != 9) k::MbarrierArrive(bar);
       } else if (kMode == 10) {
         if (t < kRingStages) k::MbarrierArrive(bar);  // every phase complete once: parity waits alternate
@@ -276,11 +291,16 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
   const int stages = kNoWaits ? 2 : kRingStages;
   int st = 0, prev = 0;
   uint32_t phase = 0;
+  bool landed = false;  // mode 15: the current stage's `full` seen complete already
   const long long t0 = clock64();
   for (int t = 0; t < tiles; ++t) {
-    if (!kNoWaits && kMode != 9) k::MbarrierWait(full + st, kMode == 10 ? 0u : phase);
+    if (!kNoWaits && kMode != 9 && !landed) k::MbarrierWait(full + st, kMode == 10 ? 0u : phase);
     float s[32];
     Issue(s, qf, k_desc0, st * kStageUnits, o, pa, v_desc0, prev * kStageUnits, 0);
+    if (kMode == 15) {
+      const bool wrap = st + 1 == stages;
+      landed = MbarrierTestWait(full + (wrap ? 0 : st + 1), wrap ? phase ^ 1u : phase);
+    }
     k::WgmmaWait<0>();
     k::FenceRegs(s);
     k::FenceRegs(o);
@@ -387,6 +407,7 @@ int main() {
     RunFed<12>("bare", ctas, tiles, source);
     RunFed<13>("random", ctas, tiles, random);
     RunFed<14>("nomaxnreg", ctas, tiles, random);
+    RunFed<15>("early", ctas, tiles, random);
   }
   cudaFree(source);
   cudaFree(random);
