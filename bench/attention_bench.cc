@@ -35,6 +35,10 @@
 //            instead of scattered over the pool (a fragmented one)
 //   BANYAN_BENCH_TMA_NOSPLIT=1                   kTma with every small item on
 //            consumer warpgroup 0 (TreeAttention::set_tma_split_small(false))
+//   BANYAN_BENCH_NO_SPREAD=1                     light items after heavy ones
+//            (TreeAttention::set_spread_light(false))
+//   BANYAN_BENCH_TMA_RINGS=shared|split          kTma's rings forced
+//            (TreeAttention::set_tma_rings; default kAuto by page order)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
