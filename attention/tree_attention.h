@@ -173,7 +173,7 @@ class TreeAttention {
   // at least kTmaSharedMinShare of the plan's tiles have pages with
   // consecutive ids (ConsecutivePageTileShare), else kSplit. H100
   // (bench/RESULTS.md session 5): kSplit 11-14% faster with scattered page
-  // ids on the large shapes, 1-3% slower with ordered ones. Takes effect at
+  // ids on the large shapes, 2-4% slower with ordered ones. Takes effect at
   // the next Prepare.
   enum class TmaRings { kAuto, kShared, kSplit };
   static constexpr double kTmaSharedMinShare = 0.5;

@@ -129,8 +129,9 @@ struct WorkShape {
   int32_t group_small = 0;
   // true: each CTA's light items (at most kLightRows rows: per-sequence
   // suffixes, whose KV is read for a few rows and so bound by memory) are
-  // spread around its heavy ones (kSpreadLight below) instead of all running
-  // after them, at the same time on every CTA, as one HBM-bound burst.
+  // spread around its heavy ones (work_plan.cc, SpreadLightUnits) instead of
+  // all running after them, at the same time on every CTA, as one HBM-bound
+  // burst.
   bool spread_light = true;
   int32_t group() const { return num_q_heads / num_kv_heads; }
 };
@@ -173,9 +174,9 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
 // Of the 64-token KV tiles that the batched items of `work` read (KV head 0's
 // items; every KV head reads the same pages), each weighted by its item's
 // rows (its math), the share whose pages have consecutive ids (1 with pages
-// of at least 64 tokens): the TMA kernel loads
-// such a tile with one box per plane and otherwise with one per page and 64
-// columns (kernels/tree_tma.cuh), which decides how it should feed its ring.
+// of at least 64 tokens). The TMA kernel loads such a tile with one box per
+// plane and any other with one per page and 64 columns (kernels/tree_tma.cuh),
+// which decides how it should feed its ring (TreeAttention::TmaRings).
 double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work);
 
 // The model's cost in microseconds of one item of `kind` with `rows` rows over

@@ -44,6 +44,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -209,7 +210,8 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   }
   if (const char* rings = std::getenv("BANYAN_BENCH_TMA_RINGS"); rings != nullptr) {  // A/B of set_tma_rings
     using R = TreeAttention::TmaRings;
-    (*runner)->set_tma_rings(rings[0] == 's' && rings[1] == 'p' ? R::kSplit : rings[0] == 's' ? R::kShared : R::kAuto);
+    const std::string_view name(rings);
+    (*runner)->set_tma_rings(name == "split" ? R::kSplit : name == "shared" ? R::kShared : R::kAuto);
   }
   if (const char* nospread = std::getenv("BANYAN_BENCH_NO_SPREAD"); nospread != nullptr && nospread[0] == '1') {
     (*runner)->set_spread_light(false);  // A/B of TreeAttention::set_spread_light

@@ -210,10 +210,10 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
 }
 
 // Producer warps 0 and 2: the K (kPlane 0) or V (kPlane 1) tiles of every
-// item; kPlane kTmaBothPlanes: both, on K's barriers (shared rings). box_rows = min(page size,
-// 64); maps: kv_tensor_map.h (multi: a whole tile of pages with consecutive
-// ids in one box, single: one page). The next item's descriptor loads
-// during the current one.
+// item; kPlane kTmaBothPlanes: both, on K's barriers (shared rings).
+// box_rows = min(page size, 64); maps: kv_tensor_map.h (multi: a whole tile
+// of pages with consecutive ids in one box, single: one page). The next
+// item's descriptor loads during the current one.
 template <typename T, int D, int kPlane>
 __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensorMap* multi, const CUtensorMap* single,
                                              int32_t box_rows, char* smem, int32_t begin, int32_t end) {

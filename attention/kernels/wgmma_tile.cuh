@@ -22,16 +22,18 @@ namespace banyan::attention::kernels {
 // `v_units` after v_desc0's: two commit groups, S first. K is K-major B
 // (block ks / 4 of 64 tokens x 128 bytes, 32 bytes per k-step inside it), V
 // MN-major B (16 token rows, 2048 bytes, per k-step; the next 64 columns of
-// D at the descriptor's LBO).
+// D at the descriptor's LBO). s_scale_d: whether S's first k-step adds to s
+// (0 overwrites it, what the kernels want; a run-time 0 the compiler cannot
+// see keeps s in registers of its own across tiles, bench/micro/tile_loop.cu).
 template <typename T, int kKSteps, int kORegs>
 __device__ __forceinline__ void IssueTileProducts(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
                                                   uint32_t k_units, float (&o)[kORegs], const uint32_t (&pa)[4][4],
-                                                  uint64_t v_desc0, uint32_t v_units) {
+                                                  uint64_t v_desc0, uint32_t v_units, int s_scale_d = 0) {
   WgmmaFence();
 #pragma unroll
   for (int ks = 0; ks < kKSteps; ++ks) {
     const uint32_t off = k_units + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
-    Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : 0);
+    Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : s_scale_d);
   }
   WgmmaCommit();
 #pragma unroll
@@ -103,27 +105,35 @@ __device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool
   SoftmaxTile64To(s, s, tok0, mask, kv_begin, limit, tq, scale, m, l, factor);
 }
 
-// o (the 64 x D accumulator, D layout) times each row's factor, skipped when
-// neither row's max moved; then P (16-bit, the A layout of P . V's four
-// k-steps) from the probabilities s.
-template <typename T, int kRegs>
-__device__ __forceinline__ void RescaleAndPackP(float (&o)[kRegs], const float (&factor)[2], const float (&s)[32],
-                                                uint32_t (&pa)[4][4]) {
-  if (factor[0] != 1.0f || factor[1] != 1.0f) {
+// o (the 64 x D accumulator, D layout) times each row's factor.
+template <int kRegs>
+__device__ __forceinline__ void MultiplyRows(float (&o)[kRegs], const float (&factor)[2]) {
 #pragma unroll
-    for (int i = 0; i < kRegs / 4; ++i) {
-      o[i * 4 + 0] *= factor[0];
-      o[i * 4 + 1] *= factor[0];
-      o[i * 4 + 2] *= factor[1];
-      o[i * 4 + 3] *= factor[1];
-    }
+  for (int i = 0; i < kRegs / 4; ++i) {
+    o[i * 4 + 0] *= factor[0];
+    o[i * 4 + 1] *= factor[0];
+    o[i * 4 + 2] *= factor[1];
+    o[i * 4 + 3] *= factor[1];
   }
+}
+
+// P (16-bit, the A layout of P . V's four k-steps) from the probabilities pr.
+template <typename T>
+__device__ __forceinline__ void PackP(const float (&pr)[32], uint32_t (&pa)[4][4]) {
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
     // n-block nt covers tokens 8nt..8nt+7: k-step nt / 2, low or high half.
-    pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt * 4 + 0], s[nt * 4 + 1]);
-    pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
+    pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(pr[nt * 4 + 0], pr[nt * 4 + 1]);
+    pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(pr[nt * 4 + 2], pr[nt * 4 + 3]);
   }
+}
+
+// MultiplyRows, skipped when neither row's max moved; then PackP from s.
+template <typename T, int kRegs>
+__device__ __forceinline__ void RescaleAndPackP(float (&o)[kRegs], const float (&factor)[2], const float (&s)[32],
+                                                uint32_t (&pa)[4][4]) {
+  if (factor[0] != 1.0f || factor[1] != 1.0f) MultiplyRows(o, factor);
+  PackP<T>(s, pa);
 }
 
 }  // namespace banyan::attention::kernels

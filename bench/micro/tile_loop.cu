@@ -49,48 +49,17 @@ using T = __nv_bfloat16;
 constexpr int D = 128, kKSteps = D / 16;
 constexpr int kTileBytes = 64 * D * 2, kStageBytes = 2 * kTileBytes, kStages = 2;
 
-// S of the tile at k_units with a runtime scale-d on its first k-step (an
-// opaque 0 keeps S in its own registers across tiles), then P . V.
-__device__ __forceinline__ void Issue(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
-                                      uint32_t k_units, float (&o)[D / 2], const uint32_t (&pa)[4][4],
-                                      uint64_t v_desc0, uint32_t v_units, int s_scale_d) {
-  k::WgmmaFence();
-#pragma unroll
-  for (int ks = 0; ks < kKSteps; ++ks) {
-    const uint32_t off = k_units + (ks / 4) * (64 * 8) + (ks % 4) * 2;
-    k::Wgmma<T, 0>(s, qf[ks], k::DescriptorPlus(k_desc0, off), ks > 0 ? 1 : s_scale_d);
-  }
-  k::WgmmaCommit();
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, v_units + kk * 128), 1);
-  k::WgmmaCommit();
-}
-
 // Waits for P . V inside both arms of a warp-uniform branch (ptxas moves a
 // wait to the top of its basic block), then rescales o where a max moved.
 __device__ __forceinline__ void RetireAndRescale(float (&o)[D / 2], const float (&factor)[2]) {
   if (__any_sync(0xffffffffu, factor[0] != 1.0f || factor[1] != 1.0f)) {
     k::WgmmaWait<0>();
     k::FenceRegs(o);
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      o[i * 4 + 0] *= factor[0];
-      o[i * 4 + 1] *= factor[0];
-      o[i * 4 + 2] *= factor[1];
-      o[i * 4 + 3] *= factor[1];
-    }
+    k::MultiplyRows(o, factor);
   } else {
     asm volatile("" ::: "memory");
     k::WgmmaWait<0>();
     k::FenceRegs(o);
-  }
-}
-
-__device__ __forceinline__ void Pack(const float (&pr)[32], uint32_t (&pa)[4][4]) {
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    pa[nt / 2][(nt % 2) * 2 + 0] = k::PackPair<T>(pr[nt * 4 + 0], pr[nt * 4 + 1]);
-    pa[nt / 2][(nt % 2) * 2 + 1] = k::PackPair<T>(pr[nt * 4 + 2], pr[nt * 4 + 3]);
   }
 }
 
@@ -159,24 +128,24 @@ __global__ void __launch_bounds__(256, 1) TileLoop(int tiles, int opaque_zero, f
 #pragma unroll
       for (int j = 0; j < 32; ++j) s[j] += pr[j % 4] * 0.5f + static_cast<float>(pa[j / 8][j % 4] & 0xff);
       k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
-      Pack(pr, pa);
+      k::PackP<T>(pr, pa);
       continue;
     }
     if (kPp) k::NamedBarrierSync(2 + group, 256);
-    Issue(s, qf, k_desc0, cur, o, pa, v_desc0, prev, kLean ? opaque_zero : 0);
+    k::IssueTileProducts<T>(s, qf, k_desc0, cur, o, pa, v_desc0, prev, kLean ? opaque_zero : 0);
     if (kPp) k::NamedBarrierArrive(3 - group, 256);
     if constexpr (kMode == 1) {
       k::WgmmaWait<0>();
       k::FenceRegs(s);
       k::FenceRegs(o);
-      Pack(s, pa);
+      k::PackP<T>(s, pa);
     } else if constexpr (kLean) {
       k::WgmmaWait<1>();
       k::FenceRegs(s);
       float pr[32], factor[2];
       k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
       RetireAndRescale(o, factor);
-      Pack(pr, pa);
+      k::PackP<T>(pr, pa);
     } else {
       k::WgmmaWait<1>();
       k::FenceRegs(s);
@@ -296,7 +265,7 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
   for (int t = 0; t < tiles; ++t) {
     if (!kNoWaits && kMode != 9 && !landed) k::MbarrierWait(full + st, kMode == 10 ? 0u : phase);
     float s[32];
-    Issue(s, qf, k_desc0, st * kStageUnits, o, pa, v_desc0, prev * kStageUnits, 0);
+    k::IssueTileProducts<T>(s, qf, k_desc0, st * kStageUnits, o, pa, v_desc0, prev * kStageUnits, 0);
     if (kMode == 15) {
       const bool wrap = st + 1 == stages;
       landed = MbarrierTestWait(full + (wrap ? 0 : st + 1), wrap ? phase ^ 1u : phase);
