@@ -57,7 +57,10 @@ function(banyan_test name)
   if(labels)
     list(APPEND props LABELS "${labels}")
   endif()
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES ${props})
+  # Listing a test binary's cases runs it once before ctest starts it: CMake's
+  # 5 s default was once exceeded on a loaded 2-core machine (a cold, freshly
+  # linked static binary), which fails the whole ctest run.
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120 PROPERTIES ${props})
   install(TARGETS ${name} RUNTIME DESTINATION bin)
   set_property(GLOBAL APPEND PROPERTY BANYAN_TEST_BINARIES ${name})
   if(ARG_GPU)
