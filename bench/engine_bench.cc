@@ -9,7 +9,8 @@
 //       = per-sequence attention (every node flattened: each branch reads its
 //       whole path), 2 = no attention over the context (the ceiling).
 //       sampled 0 = greedy, 1 = temperature 0.8 + top-p 0.95 (every branch
-//       samples its own row through Sampler).
+//       draws from its row on the device: Backend::ForwardSample), 2 = the
+//       same on the host Sampler (EngineOptions::device_sampling false).
 //   BM_Decode/0/1024/{1K..16K}/0    the prefix sweep at 1,024 branches.
 //
 // Counters: decode_tok_s = generated tokens / seconds inside decode forward
@@ -24,6 +25,9 @@
 // engine's sampling threads (min(cores, 16)); greedy_ref_ms = the same with the
 // plain double reference sampler (the Sampler before this session: two double
 // exp passes per greedy row; the engine's former shared-row loop made one);
+// host_sample_ms / gpu_sample_ms (sampled rows) = one step's draws at T 0.8,
+// top-p 0.95 by the host Sampler (after the logits copy, not included) / by
+// LaunchSampleRows with its 32 + 12 bytes per draw copied up and back;
 // gpu_greedy_ms = LaunchGreedyRows on the device logits plus the copy of 12
 // bytes per row back (what the engine's greedy steps now pay, through
 // Backend::ForwardGreedy; gpu_greedy_mismatch counts rows whose token differs
@@ -39,6 +43,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -52,6 +57,7 @@
 #include "model/cuda/cuda_backend.h"
 #include "model/ops/thread_pool.h"
 #include "model/sampling/greedy_cuda.h"
+#include "model/sampling/sample_cuda.h"
 #include "model/sampling/reference_sampler.h"
 #include "model/sampling/sampler.h"
 #include "sdk/engine/engine_testing.h"
@@ -90,15 +96,31 @@ struct StepParts {
   int64_t gpu_greedy_mismatch = 0;
 };
 
-absl::StatusOr<StepParts> MeasureStepParts(int32_t rows, int32_t vocab) {
+// One step's logits (rows x vocab, Gaussian with sd 2), in pinned host memory
+// and on the device, and a stream to time on.
+struct StepLogits {
+  gpu::DeviceBuffer device;
+  gpu::PinnedBuffer host;
+  gpu::Stream stream;
+};
+
+absl::StatusOr<StepLogits> RandomStepLogits(int32_t rows, int32_t vocab, uint64_t seed) {
   const size_t floats = static_cast<size_t>(rows) * vocab;
   BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer device, gpu::DeviceBuffer::Allocate(floats * sizeof(float)));
   BANYAN_ASSIGN_OR_RETURN(gpu::PinnedBuffer host, gpu::PinnedBuffer::Allocate(floats * sizeof(float)));
   BANYAN_ASSIGN_OR_RETURN(gpu::Stream stream, gpu::Stream::Create());
-  float* logits = host.As<float>();
-  Rng rng(9);
-  for (size_t i = 0; i < floats; ++i) logits[i] = 2.0f * rng.Normal();
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpy(device.data(), logits, floats * sizeof(float), cudaMemcpyHostToDevice));
+  Rng rng(seed);
+  for (size_t i = 0; i < floats; ++i) host.As<float>()[i] = 2.0f * rng.Normal();
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpy(device.data(), host.data(), floats * sizeof(float), cudaMemcpyHostToDevice));
+  return StepLogits{std::move(device), std::move(host), std::move(stream)};
+}
+
+absl::StatusOr<StepParts> MeasureStepParts(int32_t rows, int32_t vocab) {
+  const size_t floats = static_cast<size_t>(rows) * vocab;
+  BANYAN_ASSIGN_OR_RETURN(StepLogits step, RandomStepLogits(rows, vocab, 9));
+  gpu::DeviceBuffer& device = step.device;
+  gpu::Stream& stream = step.stream;
+  float* logits = step.host.As<float>();
   StepParts parts;
   absl::Status status;
   parts.copy_ms = MeanMs(10, [&] {
@@ -148,6 +170,61 @@ absl::StatusOr<StepParts> MeasureStepParts(int32_t rows, int32_t vocab) {
   return parts;
 }
 
+// The sampled rows' draws timed alone (T 0.8, top-p 0.95, one draw per row):
+// the host Sampler on the engine's sampling threads after the logits copy,
+// and LaunchSampleRows on the device logits plus the 12-byte results back.
+struct SampledParts {
+  double host_sample_ms = 0, gpu_sample_ms = 0;
+};
+
+absl::StatusOr<SampledParts> MeasureSampledParts(int32_t rows, int32_t vocab) {
+  BANYAN_ASSIGN_OR_RETURN(StepLogits step, RandomStepLogits(rows, vocab, 10));
+  gpu::DeviceBuffer& device = step.device;
+  gpu::Stream& stream = step.stream;
+  const float* logits = step.host.As<float>();
+  model::SamplingParams params;
+  params.temperature = 0.8f;
+  params.top_p = 0.95f;
+  std::vector<model::Sampler> samplers;
+  std::vector<model::sampling::DeviceDraw> draws;
+  for (int32_t r = 0; r < rows; ++r) {
+    BANYAN_ASSIGN_OR_RETURN(model::Sampler sampler, model::Sampler::Create(params, Rng(r)));
+    draws.push_back(model::sampling::MakeDeviceDraw(r, params, sampler.PeekUniform()));
+    samplers.push_back(sampler);
+  }
+  SampledParts parts;
+  absl::Status status;
+  const int threads = static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  model::ops::ThreadPool pool(threads);
+  parts.host_sample_ms = MeanMs(5, [&] {
+    pool.ParallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        (void)samplers[r].Sample(absl::MakeConstSpan(logits + r * vocab, vocab), {}, {});
+      }
+    });
+  });
+  const size_t up = draws.size() * sizeof(model::sampling::DeviceDraw);
+  const size_t down = draws.size() * sizeof(model::sampling::DrawResult);
+  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer d_draws, gpu::DeviceBuffer::Allocate(up));
+  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer d_out, gpu::DeviceBuffer::Allocate(down));
+  BANYAN_ASSIGN_OR_RETURN(gpu::PinnedBuffer h_io, gpu::PinnedBuffer::Allocate(up + down));
+  std::memcpy(h_io.data(), draws.data(), up);
+  const model::sampling::SampleRowsArgs args{.logits = device.As<float>(), .rows = rows, .vocab = vocab,
+                                             .draws = d_draws.As<model::sampling::DeviceDraw>(),
+                                             .num_draws = rows,
+                                             .results = d_out.As<model::sampling::DrawResult>()};
+  parts.gpu_sample_ms = MeanMs(10, [&] {
+    status.Update(BANYAN_CUDA_STATUS(
+        cudaMemcpyAsync(d_draws.data(), h_io.data(), up, cudaMemcpyHostToDevice, stream.get())));
+    status.Update(model::sampling::LaunchSampleRows(args, stream.get()));
+    status.Update(BANYAN_CUDA_STATUS(
+        cudaMemcpyAsync(h_io.As<char>() + up, d_out.data(), down, cudaMemcpyDeviceToHost, stream.get())));
+    status.Update(stream.Synchronize());
+  });
+  BANYAN_RETURN_IF_ERROR(status);
+  return parts;
+}
+
 // BANYAN_BENCH_REPEATS=n (default 1): every row runs its prefill + fork +
 // GenerateMany n times; the counters are medians (step_ms_min / _max: spread).
 int Repeats() {
@@ -165,6 +242,7 @@ void BM_Decode(benchmark::State& state) {
   const int32_t branches = static_cast<int32_t>(state.range(1));
   const int32_t prefix = static_cast<int32_t>(state.range(2));
   const bool sampled = state.range(3) != 0;
+  const bool host_sampling = state.range(3) == 2;
   constexpr int32_t kNewTokens = 128;
 
   absl::StatusOr<std::unique_ptr<model::Backend>> backend = model::CreateCudaBackend(Weights());
@@ -182,6 +260,7 @@ void BM_Decode(benchmark::State& state) {
   options.max_batch = branches;
   options.prefill_chunk = 4096;
   options.attention_mode = mode;
+  options.device_sampling = !host_sampling;
   // BANYAN_BENCH_PAGE_SIZE=n: KV pages of n tokens instead of the default.
   if (const char* page = std::getenv("BANYAN_BENCH_PAGE_SIZE"); page != nullptr) options.page_size = std::atoi(page);
   absl::StatusOr<std::unique_ptr<Engine>> created = engine::CreateEngineFromParts(std::move(parts), options);
@@ -283,6 +362,15 @@ void BM_Decode(benchmark::State& state) {
     state.counters["gpu_greedy_ms"] = parts->gpu_greedy_ms;
     state.counters["gpu_greedy_mismatch"] = static_cast<double>(parts->gpu_greedy_mismatch);
   }
+  if (mode == EngineOptions::AttentionMode::kTree && sampled) {
+    absl::StatusOr<SampledParts> parts = MeasureSampledParts(branches, model::Llama1bShapedConfig().vocab_size);
+    if (!parts.ok()) {
+      state.SkipWithError(std::string(parts.status().message()).c_str());
+      return;
+    }
+    state.counters["host_sample_ms"] = parts->host_sample_ms;
+    state.counters["gpu_sample_ms"] = parts->gpu_sample_ms;
+  }
 }
 
 BENCHMARK(BM_Decode)
@@ -291,6 +379,9 @@ BENCHMARK(BM_Decode)
     ->Args({1, 256, 2048, 0})
     ->Args({2, 256, 2048, 0})
     ->Args({0, 256, 2048, 1})
+    ->Args({0, 256, 2048, 2})
+    ->Args({0, 1024, 2048, 1})
+    ->Args({0, 1024, 2048, 2})
     ->Args({0, 1024, 1024, 0})
     ->Args({0, 1024, 2048, 0})
     ->Args({0, 1024, 4096, 0})

@@ -49,6 +49,7 @@
 #include "attention/attention_plan.h"
 #include "attention/kv_layout.h"
 #include "model/model_config.h"
+#include "model/sampling/device_draw.h"
 #include "sdk/base/tensor_view.h"
 
 namespace banyan::model {
@@ -106,6 +107,27 @@ class Backend {
     (void)tokens;
     (void)logprobs;
     return absl::UnimplementedError(absl::StrCat(std::string(name()), " backend: no greedy path"));
+  }
+
+  // Optional sampled path (for the engine's sampled steps): the same pass as
+  // Forward, then for each draw (model/sampling/device_draw.h: a logits row,
+  // temperature / top-k / top-p / min-p and a uniform number) results[i] =
+  // the token that draw lands on with its processed and raw log-probabilities
+  // (sampling::ReferenceDraw's result within float rounding), computed where
+  // the logits are: a device backend copies 12 bytes per draw instead of
+  // vocab x 4 per row. A draw whose row has a NaN, +inf or no finite logit
+  // gets token -1. Errors: as Forward, plus kInvalidArgument when results
+  // hold fewer entries than draws or a draw's row is outside logit_rows
+  // (nothing is run then). Backends without the path keep these defaults.
+  virtual bool supports_sampling() const { return false; }
+  [[nodiscard]] virtual absl::Status ForwardSample(const ForwardBatch& batch, const KvCache& kv,
+                                                   absl::Span<const sampling::DeviceDraw> draws,
+                                                   absl::Span<sampling::DrawResult> results) {
+    (void)batch;
+    (void)kv;
+    (void)draws;
+    (void)results;
+    return absl::UnimplementedError(absl::StrCat(std::string(name()), " backend: no sampled path"));
   }
 };
 

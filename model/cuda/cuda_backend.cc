@@ -14,6 +14,7 @@
 #include "model/cuda/device_weights.h"
 #include "model/cuda/ops.h"
 #include "model/sampling/greedy_cuda.h"
+#include "model/sampling/sample_cuda.h"
 #include "sdk/gpu/blas.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
@@ -70,12 +71,20 @@ class CudaBackend final : public Backend {
   bool supports_greedy() const override { return true; }
   absl::Status ForwardGreedy(const ForwardBatch& batch, const KvCache& kv, absl::Span<int32_t> tokens,
                              absl::Span<float> logprobs) override;
+  // Sampled draws on the device (model/sampling/sample_cuda.h): 32 bytes per
+  // draw go up, 12 come back.
+  bool supports_sampling() const override { return true; }
+  absl::Status ForwardSample(const ForwardBatch& batch, const KvCache& kv,
+                             absl::Span<const sampling::DeviceDraw> draws,
+                             absl::Span<sampling::DrawResult> results) override;
 
  private:
   // Forward after validation; logits == nullptr leaves them on the device.
   absl::Status ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits);
   gpu::DeviceBuffer greedy_;       // ForwardGreedy: [logit rows] tokens, logprobs, bad flags
   gpu::PinnedBuffer greedy_host_;  // the same, on the host
+  gpu::DeviceBuffer draws_;        // ForwardSample: [draws] DeviceDraw, then [draws] DrawResult
+  gpu::PinnedBuffer draws_host_;   // the same, on the host
 
  private:
   // Grows the scratch buffers to `rows` query rows and `logit_rows` logits.
@@ -194,6 +203,46 @@ absl::Status CudaBackend::ForwardGreedy(const ForwardBatch& batch, const KvCache
     tokens[i] = bad[i] != 0 ? -1 : token[i];
     logprobs[i] = logprob[i];
   }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::ForwardSample(const ForwardBatch& batch, const KvCache& kv,
+                                        absl::Span<const sampling::DeviceDraw> draws,
+                                        absl::Span<sampling::DrawResult> results) {
+  const size_t m = batch.logit_rows.size(), n = draws.size();
+  if (results.size() < n) {
+    return absl::InvalidArgumentError(absl::StrCat("CUDA backend: ", n, " draws but room for ", results.size(),
+                                                   " results"));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (draws[i].row < 0 || static_cast<size_t>(draws[i].row) >= m) {
+      return absl::InvalidArgumentError(absl::StrCat("CUDA backend: draw ", i, " reads logits row ", draws[i].row,
+                                                     " of ", m));
+    }
+  }
+  BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
+  if (n == 0) return ForwardValidated(batch, kv, nullptr);
+  const size_t up = n * sizeof(sampling::DeviceDraw), down = n * sizeof(sampling::DrawResult);
+  if (draws_host_.size() < up + down) {  // before the pass: nothing may fail between it and the results
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    BANYAN_RETURN_IF_ERROR(Reserve(draws_, 2 * (up + down)));
+    BANYAN_ASSIGN_OR_RETURN(draws_host_, gpu::PinnedBuffer::Allocate(2 * (up + down)));
+  }
+  std::memcpy(draws_host_.data(), draws.data(), up);
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(draws_.data(), draws_host_.data(), up, cudaMemcpyHostToDevice,
+                                              stream_.get()));
+  BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr));
+  auto* device_results = reinterpret_cast<sampling::DrawResult*>(draws_.As<char>() + up);
+  const sampling::SampleRowsArgs args{.logits = logits_.As<float>(), .rows = static_cast<int32_t>(m),
+                                      .vocab = static_cast<int32_t>(config_.vocab_size),
+                                      .draws = draws_.As<sampling::DeviceDraw>(),
+                                      .num_draws = static_cast<int32_t>(n), .results = device_results};
+  BANYAN_RETURN_IF_ERROR(sampling::LaunchSampleRows(args, stream_.get()));
+  char* host_results = draws_host_.As<char>() + up;
+  BANYAN_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(host_results, device_results, down, cudaMemcpyDeviceToHost, stream_.get()));
+  BANYAN_RETURN_IF_ERROR(stream_.Synchronize());
+  std::memcpy(results.data(), host_results, down);
   return absl::OkStatus();
 }
 

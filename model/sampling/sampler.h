@@ -34,7 +34,9 @@
 // except for cumulative sums within rounding of top_p. The draw walks the
 // kept tokens in its own fixed order (not the reference's), so a seed gives
 // other tokens than the reference does, with the same distribution.
-// Greedy rows can also run on the GPU: greedy_cuda.h, Backend::ForwardGreedy.
+// Greedy rows can also run on the GPU (greedy_cuda.h, Backend::ForwardGreedy),
+// and so can draws without penalties (device_draw.h, sample_cuda.h,
+// Backend::ForwardSample: the same distribution, another walk order).
 // Thread-compatible: one Sampler per branch; distinct Samplers may run on
 // distinct threads at once. Errors: see Create and Sample.
 #ifndef BANYAN_MODEL_SAMPLING_SAMPLER_H_
@@ -97,6 +99,15 @@ class Sampler {
   [[nodiscard]] absl::StatusOr<std::vector<float>> ProcessLogits(absl::Span<const float> logits,
                                                                  absl::Span<const int32_t> prompt,
                                                                  absl::Span<const int32_t> generated) const;
+
+  // The uniform number the next non-greedy Sample call would draw, without
+  // drawing it: a device backend samples with it (device_draw.h); then
+  // SkipUniform() consumes it, so the stream goes on as if Sample had run.
+  double PeekUniform() const {
+    Rng copy = rng_;
+    return copy.UniformDouble();
+  }
+  void SkipUniform() { (void)rng_.UniformDouble(); }
 
   const SamplingParams& params() const { return params_; }
 

@@ -36,6 +36,29 @@ std::vector<float> LogOf(const std::vector<double>& probs) {
   return l;
 }
 
+// PeekUniform is the uniform the next sampled draw uses; SkipUniform consumes
+// it, so a draw made elsewhere (on the device) leaves the stream where Sample
+// would have left it.
+TEST(SamplerTest, PeekAndSkipFollowTheDrawStream) {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  const std::vector<float> logits = {0.5f, 1.0f, -0.25f, 2.0f, 0.0f, 1.5f};
+  BANYAN_ASSERT_OK_AND_ASSIGN(Sampler sampled, Sampler::Create(p, Rng(9)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(Sampler skipped, Sampler::Create(p, Rng(9)));
+  Rng stream(9);
+  const double first = stream.UniformDouble();
+  EXPECT_EQ(skipped.PeekUniform(), first);
+  EXPECT_EQ(skipped.PeekUniform(), first);  // peeking draws nothing
+  BANYAN_ASSERT_OK(sampled.Sample(logits, {}, {}).status());
+  skipped.SkipUniform();
+  EXPECT_EQ(skipped.PeekUniform(), stream.UniformDouble());
+  for (int i = 0; i < 20; ++i) {
+    BANYAN_ASSERT_OK_AND_ASSIGN(SampleResult a, sampled.Sample(logits, {}, {}));
+    BANYAN_ASSERT_OK_AND_ASSIGN(SampleResult b, skipped.Sample(logits, {}, {}));
+    EXPECT_EQ(a.token, b.token) << i;
+  }
+}
+
 TEST(SamplerTest, GreedyTakesArgmaxLowestIdOnTies) {
   SamplingParams p;
   p.temperature = 0;

@@ -121,7 +121,7 @@ absl::Status RunDemo(const DemoConfig& cfg) {
     }
     const std::string label = absl::StrCat("sample ", i + 1, " -> ", answer.value_or("(no answer)"));
     std::cout << absl::StrFormat("   %2d. %-40s -> %s\n", i + 1,
-                                 "\"" + Snippet(results[i]->text, 36) + "\"", answer.value_or("(none)"));
+                                 absl::StrCat("\"", Snippet(results[i]->text, 36), "\""), answer.value_or("(none)"));
     BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, TokensOf(*engine, samples[i]));
     tree.push_back({std::move(tokens), label});
   }

@@ -13,11 +13,11 @@
 #include "sdk/base/status_testing.h"
 #include "sdk/engine/engine_testing.h"
 #include "sdk/engine/testing/counting_backend.h"
+#include "sdk/engine/testing/device_path_fixture.h"
 
 namespace banyan::engine {
 namespace {
 
-using ::banyan::testing::StatusIs;
 
 class GreedyPathBackend final : public model::Backend {
  public:
@@ -58,40 +58,9 @@ class GreedyPathBackend final : public model::Backend {
   std::vector<float> logits_;
 };
 
-testing::CountingBackendOptions Model() {
-  testing::CountingBackendOptions o;
-  o.first_logit = 3.0f;  // close enough that sampled branches differ
-  o.second_logit = 2.5f;
-  return o;
-}
-
-struct Fixture {
-  std::unique_ptr<Engine> engine;
-  GreedyPathBackend* backend = nullptr;  // null for the plain engine
-};
-
-Fixture MakeEngine(bool greedy_path) {
-  Fixture f;
-  std::unique_ptr<model::Backend> backend = testing::CreateCountingBackend(Model()).value();
-  if (greedy_path) {
-    auto wrapped = std::make_unique<GreedyPathBackend>(std::move(backend));
-    f.backend = wrapped.get();
-    backend = std::move(wrapped);
-  }
-  EngineOptions options;
-  options.kv_budget_bytes = size_t{64} << 20;
-  options.max_batch = 64;
-  f.engine = CreateEngineForTesting(std::move(backend), std::make_unique<testing::ByteTokenizer>(), options).value();
-  return f;
-}
-
-// Forks `n` branches off one prompt, each with its own first token.
-std::vector<BranchId> Branches(Engine& engine, int n) {
-  const BranchId root = engine.NewBranch(Prompt::Tokens({5, 6, 7, 8, 9})).value();
-  std::vector<BranchId> kids = engine.Fork(root, n).value();
-  for (int i = 0; i < n; ++i) EXPECT_TRUE(engine.Append(kids[i], Prompt::Tokens({20 + 7 * i})).ok());
-  return kids;
-}
+using Fixture = testing::PathFixture<GreedyPathBackend>;
+Fixture MakeEngine(bool greedy_path) { return testing::MakePathEngine<GreedyPathBackend>(greedy_path); }
+using testing::ForkedBranches;
 
 TEST(EngineGreedyPathTest, SameTokensAndLogprobsAsTheHostPath) {
   GenerateOptions greedy;
@@ -99,8 +68,8 @@ TEST(EngineGreedyPathTest, SameTokensAndLogprobsAsTheHostPath) {
   greedy.max_tokens = 12;
   greedy.ignore_eos = true;
   Fixture plain = MakeEngine(false), fast = MakeEngine(true);
-  const auto want = plain.engine->GenerateMany(Branches(*plain.engine, 9), greedy);
-  const auto got = fast.engine->GenerateMany(Branches(*fast.engine, 9), greedy);
+  const auto want = plain.engine->GenerateMany(ForkedBranches(*plain.engine, 9), greedy);
+  const auto got = fast.engine->GenerateMany(ForkedBranches(*fast.engine, 9), greedy);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     BANYAN_ASSERT_OK(want[i].status());
@@ -123,8 +92,8 @@ TEST(EngineGreedyPathTest, MixedStepsAndScoresKeepTheLogitsOnTheHost) {
   penalized.sampling.repetition_penalty = 1.5f;
   for (const GenerateOptions& gen : {sampled, penalized}) {
     Fixture plain = MakeEngine(false), fast = MakeEngine(true);
-    const auto want = plain.engine->GenerateMany(Branches(*plain.engine, 4), gen);
-    const auto got = fast.engine->GenerateMany(Branches(*fast.engine, 4), gen);
+    const auto want = plain.engine->GenerateMany(ForkedBranches(*plain.engine, 4), gen);
+    const auto got = fast.engine->GenerateMany(ForkedBranches(*fast.engine, 4), gen);
     for (size_t i = 0; i < got.size(); ++i) {
       BANYAN_ASSERT_OK(got[i].status());
       EXPECT_EQ(got[i]->tokens, want[i].value().tokens);
@@ -145,17 +114,11 @@ TEST(EngineGreedyPathTest, ABadRowFailsOnlyItsBranch) {
   greedy.sampling.temperature = 0.0f;
   greedy.max_tokens = 10;
   greedy.ignore_eos = true;
-  const auto got = fast.engine->GenerateMany(Branches(*fast.engine, 5), greedy);
-  int failed = 0;
-  for (const auto& r : got) {
-    if (!r.ok()) {
-      EXPECT_THAT(r.status(), StatusIs(absl::StatusCode::kInvalidArgument));
-      ++failed;
-    } else {
-      EXPECT_EQ(r->tokens.size(), 10u);
-    }
-  }
-  EXPECT_EQ(failed, 1);
+  const auto got = fast.engine->GenerateMany(ForkedBranches(*fast.engine, 5), greedy);
+  const testing::PathOutcome outcome = testing::Tally(got, absl::StatusCode::kInvalidArgument, 10u);
+  EXPECT_EQ(outcome.failed, 1);
+  EXPECT_EQ(outcome.other_errors, 0);
+  EXPECT_EQ(outcome.wrong_lengths, 0);
 }
 
 }  // namespace

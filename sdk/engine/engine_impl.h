@@ -204,7 +204,10 @@ class EngineImpl final : public Engine {
   void ScoreChunk(Task* task, int64_t* budget);
   absl::Status BuildPlan();
   absl::Status RunForward();
+  // Decides device_sampling_ and fills the step's draws (after device_greedy_).
+  void PlanDeviceDraws();
   void ConsumeLogits();
+  void ConsumeDeviceDraws();
   void AfterSample(Task* task, const model::SampleResult& sample);
   // Ends a task with an error; with `undo`, restores what it changed in the
   // tree (truncates the branch, releases a new or temporary one).
@@ -296,6 +299,14 @@ class EngineImpl final : public Engine {
   bool device_greedy_ = false;
   std::vector<int32_t> greedy_tokens_;
   std::vector<float> greedy_logprobs_;
+  // This step runs Backend::ForwardSample instead (every logits row feeds
+  // only decodes whose parameters the device computes, and at least one
+  // samples): one draw per decode task, in consumer order, with the uniform
+  // its Sampler would draw next (taken from it once the step succeeded).
+  bool device_sampling_ = false;
+  std::vector<model::sampling::DeviceDraw> device_draws_;
+  std::vector<Task*> device_draw_tasks_;
+  std::vector<model::sampling::DrawResult> device_results_;
   attention::AttentionPlan plan_;
   std::vector<float> logits_;
   std::vector<int32_t> tokens_, positions_, kv_pages_, kv_slots_;

@@ -405,8 +405,9 @@ absl::Status EngineImpl::RunForward() {
       if (c.task->kind != Task::Kind::kDecode || !IsPlainGreedy(c.task->sampler->params())) device_greedy_ = false;
     }
   }
+  PlanDeviceDraws();
   const size_t floats = logit_rows_.size() * static_cast<size_t>(config_.vocab_size);
-  if (device_greedy_) {
+  if (device_greedy_ || device_sampling_) {
     greedy_tokens_.resize(logit_rows_.size());
     greedy_logprobs_.resize(logit_rows_.size());
     logits_view_ = {};
@@ -426,9 +427,14 @@ absl::Status EngineImpl::RunForward() {
   batch.logit_rows = logit_rows_;
   if (before_forward_) BANYAN_RETURN_IF_ERROR(before_forward_());
   const absl::Time start = absl::Now();
-  BANYAN_RETURN_IF_ERROR(device_greedy_ ? backend_->ForwardGreedy(batch, kv_, absl::MakeSpan(greedy_tokens_),
-                                                                  absl::MakeSpan(greedy_logprobs_))
-                                        : backend_->Forward(batch, kv_, logits_view_));
+  if (device_greedy_) {
+    BANYAN_RETURN_IF_ERROR(
+        backend_->ForwardGreedy(batch, kv_, absl::MakeSpan(greedy_tokens_), absl::MakeSpan(greedy_logprobs_)));
+  } else if (device_sampling_) {
+    BANYAN_RETURN_IF_ERROR(backend_->ForwardSample(batch, kv_, device_draws_, absl::MakeSpan(device_results_)));
+  } else {
+    BANYAN_RETURN_IF_ERROR(backend_->Forward(batch, kv_, logits_view_));
+  }
 
   counters_.forward = true;
   counters_.decoded = decode_rows_ > 0;
@@ -439,7 +445,52 @@ absl::Status EngineImpl::RunForward() {
   return absl::OkStatus();
 }
 
+void EngineImpl::PlanDeviceDraws() {
+  device_sampling_ = false;
+  device_draws_.clear();
+  device_draw_tasks_.clear();
+  if (device_greedy_ || logit_rows_.empty() || !options_.device_sampling || !backend_->supports_sampling()) return;
+  for (size_t i = 0; i < consumers_.size(); ++i) {
+    for (const Consumer& c : consumers_[i]) {
+      if (c.task->done) continue;
+      if (c.task->kind != Task::Kind::kDecode || !model::sampling::DeviceSamplable(c.task->sampler->params())) {
+        device_draws_.clear();
+        device_draw_tasks_.clear();
+        return;
+      }
+      const model::SamplingParams& p = c.task->sampler->params();
+      const double uniform = p.temperature == 0.0f ? 0.0 : c.task->sampler->PeekUniform();
+      device_draws_.push_back(model::sampling::MakeDeviceDraw(static_cast<int32_t>(i), p, uniform));
+      device_draw_tasks_.push_back(c.task);
+    }
+  }
+  device_sampling_ = true;
+  device_results_.resize(device_draws_.size());
+}
+
+void EngineImpl::ConsumeDeviceDraws() {
+  for (size_t k = 0; k < device_draw_tasks_.size(); ++k) {
+    Task* t = device_draw_tasks_[k];
+    if (t->done) continue;
+    const model::sampling::DrawResult& r = device_results_[k];
+    if (r.token < 0) {
+      FailTask(t, absl::InvalidArgumentError("sampling: a logits row with a NaN, +inf or no finite value"), true);
+      continue;
+    }
+    if (device_draws_[k].temperature != 0.0f) t->sampler->SkipUniform();  // the draw the device used
+    model::SampleResult sample;
+    sample.token = r.token;
+    sample.logprob = r.logprob;
+    sample.raw_logprob = r.raw_logprob;
+    AfterSample(t, sample);
+  }
+}
+
 void EngineImpl::ConsumeLogits() {
+  if (device_sampling_) {
+    ConsumeDeviceDraws();
+    return;
+  }
   const size_t vocab = static_cast<size_t>(config_.vocab_size);
   // Sampling is the heavy part with many branches: run it in parallel; the
   // rest (text, stop strings, callbacks) runs here, on the scheduler thread.

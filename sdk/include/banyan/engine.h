@@ -109,6 +109,16 @@ struct EngineOptions {
   enum class AttentionMode { kTree, kPerSequence, kNone };
   AttentionMode attention_mode = AttentionMode::kTree;
 
+  // Where sampled decodes draw their tokens when the backend can sample where
+  // its logits are (the CUDA backend): true = there (12 bytes per branch and
+  // step come back instead of a vocabulary-sized logits row, and no host
+  // thread walks the row), false = on the host Sampler. Branches with
+  // repetition, frequency or presence penalties always sample on the host.
+  // A seed gives the same text again either way, but the two places walk the
+  // kept tokens in different orders (model/sampling/device_draw.h), so not
+  // the same text as each other.
+  bool device_sampling = true;
+
   // Arithmetic of the CUDA backend (the CPU backend is fp32 either way):
   //   kFast  bf16 weights and GEMM inputs, fp32 accumulation (the default)
   //   kHigh  weights and GEMM inputs each carried as a bf16 hi + lo pair
