@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "attention/kernels/merge.cuh"
 #include "attention/kernels/persistent.cuh"
+#include "attention/kernels/single_token.cuh"
 #include "attention/kernels/tree_tma.cuh"
 #include "attention/kernels/tree_wgmma.cuh"
 #include "attention/kv_tensor_map.h"
@@ -83,6 +84,15 @@ double MeanBatchedTiles(const WorkPlan& work) {
     tiles += it.kv_end > it.kv_begin ? (it.kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
   }
   return items > 0 ? static_cast<double>(tiles) / static_cast<double>(items) : HUGE_VAL;
+}
+
+// True when every query row sees exactly one KV token over all its entries
+// (kernels/single_token.cuh then runs the plan).
+bool SeesOneTokenPerRow(const AttentionPlan& plan) {
+  if (plan.num_queries == 0) return false;
+  std::vector<int64_t> seen(plan.num_queries, 0);
+  for (int32_t e = 0; e < plan.num_entries(); ++e) seen[plan.entry_query[e]] += plan.entry_kv_limit[e];
+  return std::all_of(seen.begin(), seen.end(), [](int64_t n) { return n == 1; });
 }
 
 int64_t Bucket(int64_t n) {
@@ -166,6 +176,13 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
 absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream,
                                     PlanCheck check) {
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
+  single_token_ = SeesOneTokenPerRow(*args.plan);
+  if (single_token_) {
+    work_ = WorkPlan{};
+    BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
+    RememberPreparedShape(args);
+    return absl::OkStatus();
+  }
   int ctas_per_sm = 1;
   variant_ = next_variant_;
   if ((variant_ == KernelVariant::kWgmma || variant_ == KernelVariant::kTma) && !wgmma_available_) {
@@ -242,13 +259,17 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     BANYAN_ASSIGN_OR_RETURN(query_done_, gpu::DeviceBuffer::Allocate(done_bytes));
     BANYAN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(query_done_.data(), 0, done_bytes, stream));
   }
+  RememberPreparedShape(args);
+  return absl::OkStatus();
+}
+
+void TreeAttention::RememberPreparedShape(const AttentionArgs& args) {
   prepared_plan_ = args.plan;
   prepared_queries_ = args.plan->num_queries;
   prepared_entries_ = args.plan->num_entries();
   prepared_q_heads_ = args.num_q_heads;
   prepared_head_dim_ = args.head_dim();
   prepared_kv_dtype_ = args.kv_dtype;
-  return absl::OkStatus();
 }
 
 absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) {
@@ -277,7 +298,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.row_slot_indptr = blob + offsets_[kRowSlotIndptr];
   p.num_queries = blob + offsets_[kNumQueries];
   p.query_items = blob + offsets_[kQueryItems];
-  const bool tma = variant_ == KernelVariant::kTma;
+  const bool tma = variant_ == KernelVariant::kTma && !single_token_;
   // kTma has neither merge inside its launch: its rows always go to the merge kernel (also when the
   // grid merge was switched on after the Prepare that chose kTma).
   const bool grid_merge = grid_merge_ && !tma;
@@ -311,6 +332,19 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.out = args.out;
   p.out_dtype = static_cast<int32_t>(args.out_dtype);
   p.lse = args.lse;
+  if (single_token_) {
+    const int64_t warps = int64_t{prepared_queries_} * args.num_q_heads;
+    constexpr int kWarpsPerBlock = kernels::kSingleTokenThreads / 32;
+    const int grid = static_cast<int>(std::min<int64_t>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock, 16 * num_sms_));
+    return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      constexpr int D = decltype(dim)::value;
+      kernels::SingleTokenKernel<T, D>
+          <<<grid, kernels::kSingleTokenThreads, 0, stream>>>(p, args.plan->num_segments());
+      BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+      return absl::OkStatus();
+    });
+  }
   // The merge: one warp per (row, head), grid-stride; the grid depends only on the bucket.
   const int merge_grid = merge_grid_size();
   return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {

@@ -14,7 +14,10 @@
 // programmatic dependent launch whose start overlaps the item kernel) and
 // never synchronizes with the host, so it can be captured into a CUDA graph; a captured graph stays valid for later
 // plans as long as Prepare keeps the same buckets (buckets() reports them) and
-// the tensors stay at the same addresses.
+// the tensors stay at the same addresses. A plan whose every query row sees
+// exactly one KV token (an engine's no-attention ceiling, a first step over
+// one-token prompts) is one gather launch instead: out = that token's V, lse =
+// its scaled score (kernels/single_token.cuh; work_plan() is then empty).
 //
 // Pointers in AttentionArgs are device pointers here, except args.plan
 // (host). Supported: KV fp32 / bf16 / fp16 (tensor cores for 16-bit KV,
@@ -222,6 +225,10 @@ class TreeAttention {
   // then the two ints of the grid merge's barrier; zero between launches
   // (each launch resets what it used).
   gpu::DeviceBuffer query_done_;
+  void RememberPreparedShape(const AttentionArgs& args);
+  // The prepared plan has every query row seeing exactly one KV token: Run
+  // gathers V (kernels/single_token.cuh) instead of items and a merge.
+  bool single_token_ = false;
   // Shape of the prepared plan, checked by Run.
   const AttentionPlan* prepared_plan_ = nullptr;
   int32_t prepared_queries_ = -1;

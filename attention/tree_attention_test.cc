@@ -158,7 +158,11 @@ INSTANTIATE_TEST_SUITE_P(
         GpuCase{1, 2, 3000, 1, 80, 128, kB, kB, kF, false, PathChoice::kAuto, 16},
         GpuCase{2, 6, 100, 1, 8, 128, kB, kB, kF, true, PathChoice::kAuto, 16},
         GpuCase{3, 4, 70, 2, 8, 64, kH, kH, kF, true, PathChoice::kAuto, 16},
-        GpuCase{2, 5, 80, 2, 4, 128, kF, kF, kF, true, PathChoice::kAuto, 16}));
+        GpuCase{2, 5, 80, 2, 4, 128, kF, kF, kF, true, PathChoice::kAuto, 16},
+        // One token per row (one level of one-token leaves): the gather path.
+        GpuCase{1, 300, 1, 8, 32, 64, kB, kB, kB, false, PathChoice::kAuto, 16},
+        GpuCase{1, 70, 1, 2, 8, 128, kH, kH, kF, false, PathChoice::kAuto, 8},
+        GpuCase{1, 33, 1, 1, 4, 64, kF, kF, kF, false, PathChoice::kAuto, 16}));
 
 TEST(TreeAttentionGpuApiTest, GraphCaptureAndErrors) {
   BANYAN_SKIP_WITHOUT_GPU();

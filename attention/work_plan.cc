@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <queue>
 #include <utility>
 
@@ -42,7 +43,8 @@ std::vector<RowBlock> RowBlocks(Mode mode, int32_t entries, int32_t group, int32
 // A unit of one CTA's work: one item, or a group of small items.
 struct Pending {
   double cost;
-  std::vector<int32_t> items;  // indices into the emitted items
+  const int32_t* items;  // `count` indices into the emitted items (BuildWorkPlan's arrays)
+  int32_t count;
 };
 
 // The order in which a CTA runs its single-item units (`units`: longest
@@ -58,7 +60,7 @@ std::vector<const Pending*> SpreadLightUnits(const std::vector<const Pending*>& 
                                              const std::vector<WorkItem>& items, bool spread) {
   std::vector<const Pending*> heavy, light;
   for (const Pending* unit : units) {
-    if (unit->items.size() > 1) continue;
+    if (unit->count > 1) continue;
     const bool is_light = spread && items[unit->items[0]].row_count <= kLightRows;
     (is_light ? light : heavy).push_back(unit);
   }
@@ -206,6 +208,8 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   //    group costs one item overhead plus its items' own work.
   std::vector<Pending> pending;
   std::vector<int32_t> small;
+  std::vector<int32_t> index(emitted.size());  // index[i] == i: what a single item's unit points at
+  std::iota(index.begin(), index.end(), 0);
   for (size_t i = 0; i < emitted.size(); ++i) {
     const WorkItem& it = emitted[i];
     const bool is_small = will_group && it.kind == static_cast<int32_t>(ItemKind::kBatched) &&
@@ -213,7 +217,7 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     if (is_small) {
       small.push_back(static_cast<int32_t>(i));
     } else {
-      pending.push_back({emitted_cost[i], {static_cast<int32_t>(i)}});
+      pending.push_back({emitted_cost[i], &index[i], 1});
     }
   }
   // Groups only where each CTA would otherwise run many small items
@@ -223,15 +227,13 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   const int32_t group_size = static_cast<int64_t>(small.size()) >= int64_t{kGroupMinPerCta} * ctas ? shape.group_small : 1;
   for (size_t g = 0; g < small.size(); g += group_size) {
     if (group_size < 2) {
-      pending.push_back({emitted_cost[small[g]], {small[g]}});
+      pending.push_back({emitted_cost[small[g]], &small[g], 1});
       continue;
     }
-    Pending unit{device.item_overhead_us, {}};
-    for (size_t i = g; i < std::min(small.size(), g + group_size); ++i) {
-      unit.items.push_back(small[i]);
-      unit.cost += emitted_cost[small[i]] - device.item_overhead_us;
-    }
-    pending.push_back(std::move(unit));
+    const size_t end = std::min(small.size(), g + group_size);
+    Pending unit{device.item_overhead_us, &small[g], static_cast<int32_t>(end - g)};
+    for (size_t i = g; i < end; ++i) unit.cost += emitted_cost[small[i]] - device.item_overhead_us;
+    pending.push_back(unit);
   }
   // 4. Longest processing time first onto the least loaded CTA. Ties keep the
   //    emission order, so equal tiles of one KV chunk run side by side (L2 reuse).
@@ -252,15 +254,15 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   out.cta_item_indptr.assign(1, 0);
   for (int32_t c = 0; c < ctas; ++c) {
     auto emit = [&](const Pending* unit, bool group) {
-      for (size_t i = 0; i < unit->items.size(); ++i) {
+      for (int32_t i = 0; i < unit->count; ++i) {
         WorkItem item = emitted[unit->items[i]];
-        item.group = group && i == 0 ? static_cast<int32_t>(unit->items.size()) : 0;
+        item.group = group && i == 0 ? unit->count : 0;
         out.items.push_back(item);
       }
     };
     for (const Pending* unit : SpreadLightUnits(per_cta[c], emitted, shape.spread_light)) emit(unit, false);
     for (const Pending* unit : per_cta[c]) {
-      if (unit->items.size() > 1) emit(unit, true);
+      if (unit->count > 1) emit(unit, true);
     }
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }
