@@ -306,12 +306,18 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     for (int32_t e = e0; e < e_end && e - e0 < kHeadQrows; ++e) head[kHeadQrowsAt + e - e0] = plan.entry_query[e];
   }
   // 6. Completion counts for the fused merge: one per (item, entry touched).
-  out.query_items.assign(plan.num_queries, 0);
+  //    An item touches a run of entries: count per entry by differences
+  //    (O(items + entries)), then add each entry's count to its row.
+  std::vector<int32_t> entry_delta(static_cast<size_t>(plan.num_entries()) + 1, 0);
   for (const WorkItem& it : out.items) {
-    const int32_t e0 = it.entry_begin;
-    for (int32_t e = e0 + it.row_begin / group; e <= e0 + (it.row_begin + it.row_count - 1) / group; ++e) {
-      ++out.query_items[plan.entry_query[e]];
-    }
+    ++entry_delta[it.entry_begin + it.row_begin / group];
+    --entry_delta[it.entry_begin + (it.row_begin + it.row_count - 1) / group + 1];
+  }
+  out.query_items.assign(plan.num_queries, 0);
+  int32_t touching = 0;
+  for (int32_t e = 0; e < plan.num_entries(); ++e) {
+    touching += entry_delta[e];
+    out.query_items[plan.entry_query[e]] += touching;
   }
   out.fused_merge = std::all_of(out.query_items.begin(), out.query_items.end(), [](int32_t n) { return n > 0; });
   return out;
