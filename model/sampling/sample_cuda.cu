@@ -2,11 +2,12 @@
 // need no order stride the row over the block (coalesced); the last one,
 // which ranks ties and walks the kept tokens by id, gives each warp a
 // contiguous segment that its lanes read 32 ids at a time.
+#include "model/sampling/sample_cuda.h"
+
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 
-#include "model/sampling/sample_cuda.h"
 #include "sdk/gpu/cuda_status.h"
 
 namespace banyan::model::sampling {

@@ -12,10 +12,11 @@
 // Masses are exp(v - max) as 40-bit fixed-point integers, so every sum is
 // exact and the result does not depend on the order the threads add in:
 // a draw is deterministic (same logits, same draw, same token) on every GPU.
-// The cuts are radix selections over the values' bits (three passes of
-// 2,048 buckets each) with ties taken by lower id, as ReferenceDraw
-// (draw_reference.h) defines them; results agree with it except where a
-// cumulative sum lies within float rounding (~1e-6 relative) of a boundary.
+// The cuts are selections: one pass of 2,048 value bins, then three radix
+// passes over the float key among that bin's tokens; ties taken by lower id,
+// as ReferenceDraw (draw_reference.h) defines them; results agree with it
+// except where a cumulative sum lies within float rounding (~1e-6 relative)
+// of a boundary.
 // A temperature so small that logit / temperature overflows gives the greedy
 // token (logprob 0).
 // Asynchronous on `stream`; pointers are borrowed device memory.
