@@ -407,10 +407,12 @@ absl::Status EngineImpl::RunForward() {
   }
   PlanDeviceDraws();
   const size_t floats = logit_rows_.size() * static_cast<size_t>(config_.vocab_size);
-  if (device_greedy_ || device_sampling_) {
+  if (device_greedy_) {
     greedy_tokens_.resize(logit_rows_.size());
     greedy_logprobs_.resize(logit_rows_.size());
-    logits_view_ = {};
+  }
+  if (device_greedy_ || device_sampling_) {
+    logits_view_ = {};  // the logits stay on the device
   } else if (pinned_logits_) {
     BANYAN_ASSIGN_OR_RETURN(float* pinned, pinned_logits_(floats));
     logits_view_ = absl::MakeSpan(pinned, floats);
