@@ -333,9 +333,8 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.out_dtype = static_cast<int32_t>(args.out_dtype);
   p.lse = args.lse;
   if (single_token_) {
-    const int64_t warps = int64_t{prepared_queries_} * args.num_q_heads;
-    constexpr int kWarpsPerBlock = kernels::kSingleTokenThreads / 32;
-    const int grid = static_cast<int>(std::min<int64_t>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock, 16 * num_sms_));
+    constexpr int kWarpsPerBlock = kernels::kSingleTokenThreads / 32;  // a warp per row
+    const int grid = std::min((prepared_queries_ + kWarpsPerBlock - 1) / kWarpsPerBlock, 16 * num_sms_);
     return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
       using T = typename decltype(tag)::type;
       constexpr int D = decltype(dim)::value;

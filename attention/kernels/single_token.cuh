@@ -3,8 +3,8 @@
 // lse its scaled score, so no work plan, partials or merge are needed. The
 // engine's no-attention ceiling (each row sees only its own token) is such a
 // plan, as is a first decode step over one-token prompts.
-// One warp per (row, query head), grid-stride; reads the uploaded plan arrays
-// (TreeParams) and the pool; writes out and lse.
+// One warp per row (its token found once, then every query head), grid-stride;
+// reads the uploaded plan arrays (TreeParams) and the pool; writes out and lse.
 #ifndef BANYAN_ATTENTION_KERNELS_SINGLE_TOKEN_CUH_
 #define BANYAN_ATTENTION_KERNELS_SINGLE_TOKEN_CUH_
 
@@ -20,11 +20,9 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kSingleTokenThreads) SingleTokenKernel(TreeParams p, int32_t num_segments) {
   constexpr int kWarpsPerBlock = kSingleTokenThreads / 32;
   const int lane = threadIdx.x % 32;
-  const int64_t pairs = int64_t{*p.num_queries} * p.num_q_heads;
-  const int64_t stride = int64_t{gridDim.x} * kWarpsPerBlock;
-  for (int64_t w = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32; w < pairs; w += stride) {
-    const int32_t row = static_cast<int32_t>(w / p.num_q_heads);
-    const int32_t head = static_cast<int32_t>(w % p.num_q_heads);
+  const int32_t rows = *p.num_queries;
+  const int32_t stride = gridDim.x * kWarpsPerBlock;
+  for (int32_t row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; row < rows; row += stride) {
     // The row's entry that sees a token (the others see none).
     int32_t entry = 0;
     for (int32_t k = p.query_entry_indptr[row]; k < p.query_entry_indptr[row + 1]; ++k) {
@@ -44,20 +42,24 @@ __global__ void __launch_bounds__(kSingleTokenThreads) SingleTokenKernel(TreePar
     }
     const int32_t position = p.segment_first_slot[lo];
     const int64_t page = p.page_indices[p.segment_page_indptr[lo] + position / p.page_size];
-    const int64_t at = (page * p.num_kv_heads + head / p.group) * p.page_size * D + (position % p.page_size) * D;
-    const T* k = static_cast<const T*>(p.kv_pool) + p.k_plane + at;
-    const T* v = static_cast<const T*>(p.kv_pool) + p.v_plane + at;
-    const int64_t idx = int64_t{row} * p.num_q_heads + head;
-    float dot = 0.0f;
+    const int32_t slot = position % p.page_size;
+    // Every query head of the row: its KV head's K and V rows of that token.
+    for (int32_t head = 0; head < p.num_q_heads; ++head) {
+      const int64_t at = ((page * p.num_kv_heads + head / p.group) * p.page_size + slot) * D;
+      const T* k = static_cast<const T*>(p.kv_pool) + p.k_plane + at;
+      const T* v = static_cast<const T*>(p.kv_pool) + p.v_plane + at;
+      const int64_t idx = int64_t{row} * p.num_q_heads + head;
+      float dot = 0.0f;
 #pragma unroll
-    for (int d = lane; d < D; d += 32) {
-      StoreAny(p.out, p.out_dtype, idx * D + d, ToFloat(v[d]));
-      if (p.lse != nullptr) dot += LoadAny(p.q, p.q_dtype, idx * D + d) * ToFloat(k[d]);
-    }
-    if (p.lse != nullptr) {
+      for (int d = lane; d < D; d += 32) {
+        StoreAny(p.out, p.out_dtype, idx * D + d, ToFloat(v[d]));
+        if (p.lse != nullptr) dot += LoadAny(p.q, p.q_dtype, idx * D + d) * ToFloat(k[d]);
+      }
+      if (p.lse != nullptr) {
 #pragma unroll
-      for (int off = 16; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-      if (lane == 0) p.lse[idx] = dot * p.scale_log2 * kLn2;  // log(exp(scale q . k))
+        for (int off = 16; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+        if (lane == 0) p.lse[idx] = dot * p.scale_log2 * kLn2;  // log(exp(scale q . k))
+      }
     }
   }
 }

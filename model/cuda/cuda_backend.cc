@@ -81,6 +81,10 @@ class CudaBackend final : public Backend {
  private:
   // Forward after validation; logits == nullptr leaves them on the device.
   absl::Status ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits);
+  // Grows a device buffer of per-row / per-draw results and its pinned host
+  // copy to at least `bytes` (a power of two); called before the pass, so that
+  // nothing can fail between the pass and its results.
+  absl::Status ReserveResults(gpu::DeviceBuffer& device, gpu::PinnedBuffer& host, size_t bytes);
   gpu::DeviceBuffer greedy_;       // ForwardGreedy: [logit rows] tokens, logprobs, bad flags
   gpu::PinnedBuffer greedy_host_;  // the same, on the host
   gpu::DeviceBuffer draws_;        // ForwardSample: [draws] DeviceDraw, then [draws] DrawResult
@@ -172,6 +176,16 @@ absl::Status CudaBackend::Forward(const ForwardBatch& batch, const KvCache& kv, 
   return ForwardValidated(batch, kv, logits.data());
 }
 
+absl::Status CudaBackend::ReserveResults(gpu::DeviceBuffer& device, gpu::PinnedBuffer& host, size_t bytes) {
+  if (host.size() >= bytes) return absl::OkStatus();
+  size_t capacity = 4096;  // powers of two: a batch that grows a little does not reallocate every step
+  while (capacity < bytes) capacity *= 2;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  BANYAN_RETURN_IF_ERROR(Reserve(device, capacity));
+  BANYAN_ASSIGN_OR_RETURN(host, gpu::PinnedBuffer::Allocate(capacity));
+  return absl::OkStatus();
+}
+
 absl::Status CudaBackend::ForwardGreedy(const ForwardBatch& batch, const KvCache& kv, absl::Span<int32_t> tokens,
                                         absl::Span<float> logprobs) {
   const size_t m = batch.logit_rows.size();
@@ -182,11 +196,7 @@ absl::Status CudaBackend::ForwardGreedy(const ForwardBatch& batch, const KvCache
   // Validated as a Forward whose logits would fit (they stay on the device).
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
   if (m == 0) return ForwardValidated(batch, kv, nullptr);
-  if (greedy_host_.size() < 12 * m) {  // before the pass: nothing may fail between it and the results
-    BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    BANYAN_RETURN_IF_ERROR(Reserve(greedy_, 12 * m));
-    BANYAN_ASSIGN_OR_RETURN(greedy_host_, gpu::PinnedBuffer::Allocate(12 * m));
-  }
+  BANYAN_RETURN_IF_ERROR(ReserveResults(greedy_, greedy_host_, 12 * m));
   BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr));
   const sampling::GreedyRowsArgs args{.logits = logits_.As<float>(), .rows = static_cast<int32_t>(m),
                                       .vocab = static_cast<int32_t>(config_.vocab_size),
@@ -223,11 +233,7 @@ absl::Status CudaBackend::ForwardSample(const ForwardBatch& batch, const KvCache
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
   if (n == 0) return ForwardValidated(batch, kv, nullptr);
   const size_t up = n * sizeof(sampling::DeviceDraw), down = n * sizeof(sampling::DrawResult);
-  if (draws_host_.size() < up + down) {  // before the pass: nothing may fail between it and the results
-    BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    BANYAN_RETURN_IF_ERROR(Reserve(draws_, 2 * (up + down)));
-    BANYAN_ASSIGN_OR_RETURN(draws_host_, gpu::PinnedBuffer::Allocate(2 * (up + down)));
-  }
+  BANYAN_RETURN_IF_ERROR(ReserveResults(draws_, draws_host_, up + down));
   std::memcpy(draws_host_.data(), draws.data(), up);
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(draws_.data(), draws_host_.data(), up, cudaMemcpyHostToDevice,
                                               stream_.get()));

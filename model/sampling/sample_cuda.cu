@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "model/sampling/row_stats.cuh"
 #include "sdk/gpu/cuda_status.h"
 
 namespace banyan::model::sampling {
@@ -32,11 +33,8 @@ struct Shared {
   uint32_t count[kBuckets];
   u64 mass[kBuckets];
   u64 warp_u64[kWarps];
-  double warp_double[kWarps];
-  float warp_value[kWarps];
-  float warp_least[kWarps];
   int32_t warp_index[kWarps];
-  int32_t flag;
+  RowStatsShared<kWarps> row;
   int32_t found_bucket;
   u64 found_count;
   u64 found_mass;
@@ -117,7 +115,7 @@ __device__ __forceinline__ u64 ExclusiveScan(u64 x, u64* total, Shared& sh) {
 __device__ Cut Select(const float* x, int32_t vocab, const Dist& dist, u64 need, bool by_mass,
                       float fraction, Shared& sh) {
   uint32_t bin = 0, prefix = 0, prefix_mask = 0;
-  u64 before_count = 0, before_mass = 0;
+  u64 before_mass = 0;
   int32_t bucket = 0;
   for (int pass = 0; pass < 4; ++pass) {
     const int shift = PassShift(pass);
@@ -170,7 +168,6 @@ __device__ Cut Select(const float* x, int32_t vocab, const Dist& dist, u64 need,
     }
     __syncthreads();
     bucket = sh.found_bucket;
-    before_count += sh.found_count;
     before_mass += sh.found_mass;
     need -= by_mass ? sh.found_mass : sh.found_count;
     if (pass == 0) {
@@ -210,73 +207,22 @@ __global__ void __launch_bounds__(kThreads)
   const float* x = logits + static_cast<int64_t>(d.row) * vocab;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
-  // Pass 1: the first maximum of the logits, bad values, and the sum of
-  // exp(logit - max) (a running sum per thread, rescaled when its max grows).
-  if (threadIdx.x == 0) sh.flag = 0;
-  float best = -INFINITY, sum = 0.0f, least = INFINITY;
-  int32_t best_i = INT32_MAX;
-  bool bad = false;
-  for (int32_t i = threadIdx.x; i < vocab; i += kThreads) {  // ascending i: a thread's first max
-    const float l = x[i];
-    bad |= (l != l) | (l == INFINITY);
-    if (l != -INFINITY) least = fminf(least, l);
-    if (l > best) {
-      sum = sum * expf(best - l) + 1.0f;
-      best = l;
-      best_i = i;
-    } else if (l != -INFINITY) {
-      sum += expf(l - best);
-    }
-  }
-  for (int off = 16; off > 0; off /= 2) {
-    const float ov = __shfl_xor_sync(kFull, best, off);
-    const int32_t oi = __shfl_xor_sync(kFull, best_i, off);
-    const float os = __shfl_xor_sync(kFull, sum, off);
-    least = fminf(least, __shfl_xor_sync(kFull, least, off));
-    const float m = fmaxf(best, ov);
-    if (m != -INFINITY) {
-      sum = (best == -INFINITY ? 0.0f : sum * expf(best - m)) +
-            (ov == -INFINITY ? 0.0f : os * expf(ov - m));
-    }
-    if (ov > best || (ov == best && oi < best_i)) best_i = oi;
-    best = m;
-  }
-  if (lane == 0) {
-    sh.warp_value[warp] = best;
-    sh.warp_index[warp] = best_i;
-    sh.warp_double[warp] = sum;
-    sh.warp_least[warp] = least;
-  }
-  __syncthreads();
-  if (bad) atomicOr(&sh.flag, 1);
-  best = sh.warp_value[0];
-  best_i = sh.warp_index[0];
-  for (int w = 1; w < kWarps; ++w) {
-    const float ov = sh.warp_value[w];
-    const int32_t oi = sh.warp_index[w];
-    if (ov > best || (ov == best && oi < best_i)) {
-      best = ov;
-      best_i = oi;
-    }
-  }
-  least = sh.warp_least[0];
-  for (int w = 1; w < kWarps; ++w) least = fminf(least, sh.warp_least[w]);
-  double raw_total = 0;
-  for (int w = 0; w < kWarps; ++w) {
-    const float wv = sh.warp_value[w];
-    if (wv != -INFINITY) raw_total += sh.warp_double[w] * exp(static_cast<double>(wv) - best);
-  }
-  __syncthreads();
-  if (sh.flag != 0 || best_i == INT32_MAX) {
+  // Pass 1: the first maximum, bad values, the smallest finite value and the
+  // raw sum of exp(logit - max) (row_stats.cuh).
+  const RowStats raw = ScanRowBlock<kThreads>(x, vocab, sh.row);
+  if (raw.unusable()) {
     if (threadIdx.x == 0) *out = DrawResult{-1, NAN, NAN};
     return;
   }
+  const float best = raw.max;
+  const int32_t best_i = raw.argmax;
+  const double raw_total = raw.sum;
   const double raw_lse = static_cast<double>(best) + log(raw_total);
   const bool greedy = d.temperature == 0.0f;
   Dist dist{greedy ? 1.0f : 1.0f / d.temperature, 0.0f};
   dist.vmax = dist.Value(best);
   const bool overflow = !isfinite(dist.vmax) || !isfinite(dist.inv_temperature);
-  const float range = dist.vmax - dist.Value(least);
+  const float range = dist.vmax - dist.Value(raw.least);
   if (range > 0.0f && isfinite(range)) dist.bin_scale = static_cast<float>(kBuckets - 2) / range;
   if (greedy || overflow) {
     if (threadIdx.x == 0) {
