@@ -228,7 +228,7 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
                           static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows,
                           variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0, spread_light_};
-    work_ = BuildWorkPlan(*args.plan, shape, device, path);
+    planner_.Build(*args.plan, shape, device, path, &work_);
     grid_ = device.num_ctas();
     return absl::OkStatus();
   };

@@ -215,6 +215,7 @@ class TreeAttention {
   bool pdl_supported_ = false;  // compute capability >= 9.0
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
+  WorkPlanner planner_;  // keeps its buffers from one Prepare to the next
   WorkPlan work_;
   // The kTma kernel's tensor maps and what they were encoded for.
   KvTensorMaps kv_maps_;

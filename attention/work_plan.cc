@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <numeric>
-#include <queue>
+#include <limits>
+#include <memory>
 #include <utility>
 
 namespace banyan::attention {
@@ -23,22 +23,60 @@ enum class Mode { kShared, kPerEntry, kSimt };
 
 ItemKind KindOf(Mode mode) { return mode == Mode::kSimt ? ItemKind::kFlattened : ItemKind::kBatched; }
 
-std::vector<RowBlock> RowBlocks(Mode mode, int32_t entries, int32_t group, int32_t tile_rows) {
-  std::vector<RowBlock> blocks;
-  if (mode == Mode::kPerEntry) {
-    for (int32_t e = 0; e < entries; ++e) {
-      for (int32_t h = 0; h < group; h += tile_rows) blocks.push_back({e * group + h, std::min(tile_rows, group - h)});
-    }
-  } else if (mode == Mode::kShared) {
+// Calls f(RowBlock) for each row block of a segment with `entries` entries, in
+// order: kShared tiles of tile_rows packed rows, kPerEntry tiles of one
+// entry's heads, kSimt items of kFlatRows heads of one entry.
+template <typename F>
+void ForEachRowBlock(Mode mode, int32_t entries, int32_t group, int32_t tile_rows, F&& f) {
+  if (mode == Mode::kShared) {
     const int32_t rows = entries * group;
-    for (int32_t r = 0; r < rows; r += tile_rows) blocks.push_back({r, std::min(tile_rows, rows - r)});
-  } else {
-    for (int32_t e = 0; e < entries; ++e) {
-      for (int32_t h = 0; h < group; h += kFlatRows) blocks.push_back({e * group + h, std::min(kFlatRows, group - h)});
-    }
+    for (int32_t r = 0; r < rows; r += tile_rows) f(RowBlock{r, std::min(tile_rows, rows - r)});
+    return;
   }
-  return blocks;
+  const int32_t step = mode == Mode::kPerEntry ? tile_rows : kFlatRows;
+  for (int32_t e = 0; e < entries; ++e) {
+    for (int32_t h = 0; h < group; h += step) f(RowBlock{e * group + h, std::min(step, group - h)});
+  }
 }
+
+// Picks the least loaded CTA (ties: the lowest index) and adds to its load:
+// a tournament tree over the CTAs, O(log CTAs) per pick without the branchy
+// sift of a binary heap.
+class LeastLoaded {
+ public:
+  explicit LeastLoaded(int32_t n) {
+    leaves_ = 1;
+    while (leaves_ < n) leaves_ *= 2;
+    load_.assign(2 * static_cast<size_t>(leaves_), std::numeric_limits<double>::infinity());
+    index_.assign(2 * static_cast<size_t>(leaves_), INT32_MAX);
+    for (int32_t c = 0; c < n; ++c) {
+      load_[leaves_ + c] = 0.0;
+      index_[leaves_ + c] = c;
+    }
+    for (int32_t node = leaves_ - 1; node >= 1; --node) Pull(node);
+  }
+  int32_t least() const { return index_[1]; }
+  // Adds `cost` to the least loaded CTA; returns its new load.
+  double AddToLeast(double cost) {
+    int32_t node = leaves_ + index_[1];
+    load_[node] += cost;
+    const double load = load_[node];
+    for (node /= 2; node >= 1; node /= 2) Pull(node);
+    return load;
+  }
+
+ private:
+  void Pull(int32_t node) {
+    const int32_t l = 2 * node, r = l + 1;
+    const bool right = load_[r] < load_[l] || (load_[r] == load_[l] && index_[r] < index_[l]);
+    const int32_t pick = right ? r : l;
+    load_[node] = load_[pick];
+    index_[node] = index_[pick];
+  }
+  int32_t leaves_;
+  std::vector<double> load_;
+  std::vector<int32_t> index_;
+};
 
 // A unit of one CTA's work: one item, or a group of small items.
 struct Pending {
@@ -47,8 +85,9 @@ struct Pending {
   int32_t count;
 };
 
-// The order in which a CTA runs its single-item units (`units`: longest
-// first; groups are left out, they run last). Without `spread`, as given.
+// The order (into `order`, indices into `pending`) in which a CTA runs its
+// single-item units (`units`, `count` of them: longest first; groups are left
+// out, they run last). Without `spread`, as given.
 // With it, the light units (kLightRows) go partly before the first heavy
 // unit and partly right after it. The split is a fixed function of that
 // unit's KV chunk (segment, KV head, chunk), so every CTA whose first heavy
@@ -56,28 +95,33 @@ struct Pending {
 // L2) and, with about equal light loads, its next heavy unit too; across
 // chunks the light units, bound by HBM, run at different times, under other
 // CTAs' tensor-core work, instead of as one burst at the end of every CTA.
-std::vector<const Pending*> SpreadLightUnits(const std::vector<const Pending*>& units,
-                                             const std::vector<WorkItem>& items, bool spread) {
-  std::vector<const Pending*> heavy, light;
-  for (const Pending* unit : units) {
-    if (unit->count > 1) continue;
-    const bool is_light = spread && items[unit->items[0]].row_count <= kLightRows;
-    (is_light ? light : heavy).push_back(unit);
+void SpreadLightUnits(const int32_t* units, int32_t count, const std::vector<Pending>& pending,
+                      const std::vector<WorkItem>& items, bool spread, std::vector<int32_t>* heavy,
+                      std::vector<int32_t>* light, std::vector<int32_t>* order) {
+  heavy->clear();
+  light->clear();
+  order->clear();
+  for (int32_t i = 0; i < count; ++i) {
+    const Pending& unit = pending[units[i]];
+    if (unit.count > 1) continue;
+    const bool is_light = spread && items[unit.items[0]].row_count <= kLightRows;
+    (is_light ? light : heavy)->push_back(units[i]);
   }
-  if (heavy.empty() || light.empty()) {
-    heavy.insert(heavy.end(), light.begin(), light.end());
-    return heavy;
+  if (heavy->empty() || light->empty()) {
+    order->insert(order->end(), heavy->begin(), heavy->end());
+    order->insert(order->end(), light->begin(), light->end());
+    return;
   }
-  const WorkItem& first = items[heavy[0]->items[0]];
+  const WorkItem& first = items[pending[heavy->front()].items[0]];
   const uint32_t hash = static_cast<uint32_t>(first.segment) * 0x9E3779B1u ^
                         static_cast<uint32_t>(first.kv_head) * 0x85EBCA77u ^
                         static_cast<uint32_t>(first.chunk) * 0xC2B2AE3Du;
-  const size_t before = (size_t{hash >> 16} * (light.size() + 1)) >> 16;  // 0 .. light.size()
-  std::vector<const Pending*> order(light.begin(), light.begin() + static_cast<std::ptrdiff_t>(before));
-  order.push_back(heavy[0]);
-  order.insert(order.end(), light.begin() + static_cast<std::ptrdiff_t>(before), light.end());
-  order.insert(order.end(), heavy.begin() + 1, heavy.end());
-  return order;
+  const size_t before = (size_t{hash >> 16} * (light->size() + 1)) >> 16;  // 0 .. light.size()
+  const auto split = light->begin() + static_cast<std::ptrdiff_t>(before);
+  order->insert(order->end(), light->begin(), split);
+  order->push_back(heavy->front());
+  order->insert(order->end(), split, light->end());
+  order->insert(order->end(), heavy->begin() + 1, heavy->end());
 }
 
 }  // namespace
@@ -97,9 +141,47 @@ double ItemCostUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& 
   return std::max(bytes_us, flops_us) + device.item_overhead_us;
 }
 
+// Buffers that live from one Build to the next (their capacity is what is reused).
+struct WorkPlanner::Scratch {
+  std::vector<Mode> mode;
+  std::vector<double> per_token_cost;
+  std::vector<WorkItem> emitted;
+  std::vector<double> emitted_cost;
+  std::vector<RowBlock> blocks;
+  std::vector<int32_t> block_limit;
+  std::vector<double> chunk_cost;
+  std::vector<Pending> pending;
+  std::vector<int32_t> small;
+  std::vector<int32_t> index;
+  std::vector<int32_t> cta_of;
+  std::vector<int32_t> cta_units_indptr;
+  std::vector<int32_t> cta_units;
+  std::vector<int32_t> fill;
+  std::vector<int32_t> heavy, light, order;
+  std::vector<int32_t> entry_delta;
+};
+
+WorkPlanner::WorkPlanner() : scratch_(std::make_unique<Scratch>()) {}
+WorkPlanner::~WorkPlanner() = default;
+WorkPlanner::WorkPlanner(WorkPlanner&&) noexcept = default;
+WorkPlanner& WorkPlanner::operator=(WorkPlanner&&) noexcept = default;
+
 WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
                        PathChoice choice) {
   WorkPlan out;
+  WorkPlanner().Build(plan, shape, device, choice, &out);
+  return out;
+}
+
+void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
+                        PathChoice choice, WorkPlan* plan_out) {
+  Scratch& x = *scratch_;
+  WorkPlan& out = *plan_out;
+  out.fused_merge = false;
+  out.num_partials = 0;
+  out.batched_segments = 0;
+  out.flattened_segments = 0;
+  out.estimated_us = 0.0;
   const int32_t group = shape.group();
   const int32_t segments = plan.num_segments();
   const bool tensor_cores = shape.kv_dtype_bytes == 2 && choice != PathChoice::kFlattened;
@@ -113,15 +195,17 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     for (int32_t s = 0; s < segments; ++s) {
       if (plan.segment_length[s] > kKvTile) continue;
       const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
-      for (const RowBlock& b : RowBlocks(Mode::kShared, entries, group, shape.tile_rows)) {
+      ForEachRowBlock(Mode::kShared, entries, group, shape.tile_rows, [&](const RowBlock& b) {
         if (b.row_count <= kGroupRows) small_items += shape.num_kv_heads;
-      }
+      });
     }
     will_group = small_items >= int64_t{kGroupMinPerCta} * device.num_ctas();
   }
   // 1. Mode per segment, and the whole-segment cost of that mode.
-  std::vector<Mode> mode(segments);
-  std::vector<double> per_token_cost(segments);  // all of the segment's row blocks, per token
+  std::vector<Mode>& mode = x.mode;
+  mode.assign(segments, Mode::kShared);
+  std::vector<double>& per_token_cost = x.per_token_cost;  // all of the segment's row blocks, per token
+  per_token_cost.assign(segments, 0.0);
   double total = 0.0;
   for (int32_t s = 0; s < segments; ++s) {
     const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
@@ -130,10 +214,10 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     const double grouped_overhead = will_group ? device.item_overhead_us * (1.0 - 1.0 / shape.group_small) : 0.0;
     auto cost = [&](Mode m) {
       double c = 0.0;
-      for (const RowBlock& b : RowBlocks(m, entries, group, shape.tile_rows)) {
+      ForEachRowBlock(m, entries, group, shape.tile_rows, [&](const RowBlock& b) {
         c += ItemCostUs(KindOf(m), b.row_count, length, shape, device);
         if (m != Mode::kSimt && b.row_count <= kGroupRows && length <= kKvTile) c -= grouped_overhead;
-      }
+      });
       return c * shape.num_kv_heads;
     };
     const double flat = cost(alone);
@@ -148,48 +232,53 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   // 2. Chunks: every item costs about total / (2 x CTAs), chunks of whole KV tiles.
   const int32_t ctas = device.num_ctas();
   const double target = std::max(total / (2.0 * ctas), 1e-9);
-  std::vector<int32_t> chunk_len(segments), chunks(segments);
-  out.entry_partial_base.resize(plan.num_entries());
-  out.entry_num_chunks.resize(plan.num_entries());
-  out.entry_segment.resize(plan.num_entries());
-  std::vector<WorkItem> emitted;
-  std::vector<double> emitted_cost;
+  out.entry_partial_base.assign(plan.num_entries(), 0);
+  out.entry_num_chunks.assign(plan.num_entries(), 0);
+  out.entry_segment.assign(plan.num_entries(), 0);
+  std::vector<WorkItem>& emitted = x.emitted;
+  std::vector<double>& emitted_cost = x.emitted_cost;
+  std::vector<RowBlock>& blocks = x.blocks;          // the segment's row blocks
+  std::vector<int32_t>& block_limit = x.block_limit;  // per row block: the largest kv limit of its rows (no row sees past it)
+  std::vector<double>& chunk_cost = x.chunk_cost;     // per row block: its item's cost in the current chunk (any KV head)
+  emitted.clear();
+  emitted_cost.clear();
   for (int32_t s = 0; s < segments; ++s) {
     const int32_t entry_begin = plan.segment_entry_indptr[s];
     const int32_t entries = plan.segment_entry_indptr[s + 1] - entry_begin;
     const int32_t length = plan.segment_length[s];
-    const std::vector<RowBlock> blocks = RowBlocks(mode[s], entries, group, shape.tile_rows);
+    blocks.clear();
+    ForEachRowBlock(mode[s], entries, group, shape.tile_rows, [&](const RowBlock& b) { blocks.push_back(b); });
     const double block_cost = per_token_cost[s] * length / (blocks.size() * shape.num_kv_heads);
     const int32_t wanted = std::max(1, static_cast<int32_t>(std::ceil(block_cost / target)));
     const int32_t min_chunk = std::max(kKvTile, CeilDiv(device.min_chunk, kKvTile) * kKvTile);
     const int32_t len = std::max(min_chunk, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
-    chunk_len[s] = len;
-    chunks[s] = CeilDiv(length, len);
+    const int32_t chunks = CeilDiv(length, len);
     for (int32_t e = entry_begin; e < entry_begin + entries; ++e) {
-      out.entry_num_chunks[e] = chunks[s];
+      out.entry_num_chunks[e] = chunks;
       out.entry_segment[e] = s;
     }
-    // Per row block: the largest kv limit of its rows (no row sees past it).
-    std::vector<int32_t> block_limit(blocks.size(), 0);
+    block_limit.assign(blocks.size(), 0);
     for (size_t b = 0; b < blocks.size(); ++b) {
       const int32_t e_last = entry_begin + (blocks[b].row_begin + blocks[b].row_count - 1) / group;
       for (int32_t e = entry_begin + blocks[b].row_begin / group; e <= e_last; ++e) {
         block_limit[b] = std::max(block_limit[b], plan.entry_kv_limit[e]);
       }
     }
-    for (int32_t c = 0; c < chunks[s]; ++c) {
+    const int32_t kind = static_cast<int32_t>(KindOf(mode[s]));
+    chunk_cost.resize(blocks.size());
+    for (int32_t c = 0; c < chunks; ++c) {
       const int32_t begin = c * len;
       const int32_t end = std::min(length, begin + len);
+      for (size_t b = 0; b < blocks.size(); ++b) {
+        const int32_t seen_end = std::max(begin, std::min(end, block_limit[b]));
+        chunk_cost[b] = ItemCostUs(KindOf(mode[s]), blocks[b].row_count, seen_end - begin, shape, device);
+      }
       for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
         for (size_t b = 0; b < blocks.size(); ++b) {
           const int32_t seen_end = std::max(begin, std::min(end, block_limit[b]));
-          WorkItem item{s,     blocks[b].row_begin, blocks[b].row_count,
-                        h,     begin,               seen_end,
-                        c,     static_cast<int32_t>(KindOf(mode[s])),
-                        plan.segment_page_indptr[s], plan.segment_first_slot[s],
-                        entry_begin, 0};
-          emitted.push_back(item);
-          emitted_cost.push_back(ItemCostUs(KindOf(mode[s]), blocks[b].row_count, seen_end - begin, shape, device));
+          emitted.push_back(WorkItem{s, blocks[b].row_begin, blocks[b].row_count, h, begin, seen_end, c, kind,
+                                     plan.segment_page_indptr[s], plan.segment_first_slot[s], entry_begin, 0});
+          emitted_cost.push_back(chunk_cost[b]);
         }
       }
     }
@@ -206,9 +295,13 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   }
   // 3. Units of work: one item, or a group of small items (group_small). A
   //    group costs one item overhead plus its items' own work.
-  std::vector<Pending> pending;
-  std::vector<int32_t> small;
-  std::vector<int32_t> index(emitted.size());  // index[i] == i: what a single item's unit points at
+  std::vector<Pending>& pending = x.pending;
+  pending.clear();
+  pending.reserve(emitted.size());
+  std::vector<int32_t>& small = x.small;
+  small.clear();
+  std::vector<int32_t>& index = x.index;  // index[i] == i: what a single item's unit points at
+  index.resize(emitted.size());
   std::iota(index.begin(), index.end(), 0);
   for (size_t i = 0; i < emitted.size(); ++i) {
     const WorkItem& it = emitted[i];
@@ -238,31 +331,40 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   // 4. Longest processing time first onto the least loaded CTA. Ties keep the
   //    emission order, so equal tiles of one KV chunk run side by side (L2 reuse).
   std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.cost > b.cost; });
-  using Load = std::pair<double, int32_t>;
-  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> heap;
-  for (int32_t c = 0; c < ctas; ++c) heap.push({0.0, c});
-  std::vector<std::vector<const Pending*>> per_cta(ctas);
-  for (const Pending& p : pending) {
-    Load least = heap.top();
-    heap.pop();
-    per_cta[least.second].push_back(&p);
-    least.first += p.cost;
-    out.estimated_us = std::max(out.estimated_us, least.first);
-    heap.push(least);
+  std::vector<int32_t>& cta_of = x.cta_of;
+  cta_of.resize(pending.size());
+  std::vector<int32_t>& cta_units_indptr = x.cta_units_indptr;
+  cta_units_indptr.assign(static_cast<size_t>(ctas) + 1, 0);
+  LeastLoaded loads(ctas);
+  for (size_t u = 0; u < pending.size(); ++u) {
+    cta_of[u] = loads.least();
+    ++cta_units_indptr[cta_of[u] + 1];
+    out.estimated_us = std::max(out.estimated_us, loads.AddToLeast(pending[u].cost));
   }
+  // Each CTA's units in LPT order (a stable counting sort by CTA).
+  for (int32_t c = 0; c < ctas; ++c) cta_units_indptr[c + 1] += cta_units_indptr[c];
+  std::vector<int32_t>& cta_units = x.cta_units;
+  cta_units.resize(pending.size());
+  x.fill.assign(cta_units_indptr.begin(), cta_units_indptr.end() - 1);
+  for (size_t u = 0; u < pending.size(); ++u) cta_units[x.fill[cta_of[u]]++] = static_cast<int32_t>(u);
   // Each CTA's single items (chained KV pipelines), then its groups.
+  out.items.clear();
+  out.items.reserve(emitted.size());
   out.cta_item_indptr.assign(1, 0);
   for (int32_t c = 0; c < ctas; ++c) {
-    auto emit = [&](const Pending* unit, bool group) {
-      for (int32_t i = 0; i < unit->count; ++i) {
-        WorkItem item = emitted[unit->items[i]];
-        item.group = group && i == 0 ? unit->count : 0;
+    auto emit = [&](const Pending& unit, bool group) {
+      for (int32_t i = 0; i < unit.count; ++i) {
+        WorkItem item = emitted[unit.items[i]];
+        item.group = group && i == 0 ? unit.count : 0;
         out.items.push_back(item);
       }
     };
-    for (const Pending* unit : SpreadLightUnits(per_cta[c], emitted, shape.spread_light)) emit(unit, false);
-    for (const Pending* unit : per_cta[c]) {
-      if (unit->count > 1) emit(unit, true);
+    const int32_t* units = cta_units.data() + cta_units_indptr[c];
+    const int32_t count = cta_units_indptr[c + 1] - cta_units_indptr[c];
+    SpreadLightUnits(units, count, pending, emitted, shape.spread_light, &x.heavy, &x.light, &x.order);
+    for (int32_t u : x.order) emit(pending[u], false);
+    for (int32_t i = 0; i < count; ++i) {
+      if (pending[units[i]].count > 1) emit(pending[units[i]], true);
     }
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }
@@ -308,7 +410,8 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
   // 6. Completion counts for the fused merge: one per (item, entry touched).
   //    An item touches a run of entries: count per entry by differences
   //    (O(items + entries)), then add each entry's count to its row.
-  std::vector<int32_t> entry_delta(static_cast<size_t>(plan.num_entries()) + 1, 0);
+  std::vector<int32_t>& entry_delta = x.entry_delta;
+  entry_delta.assign(static_cast<size_t>(plan.num_entries()) + 1, 0);
   for (const WorkItem& it : out.items) {
     ++entry_delta[it.entry_begin + it.row_begin / group];
     --entry_delta[it.entry_begin + (it.row_begin + it.row_count - 1) / group + 1];
@@ -320,7 +423,6 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
     out.query_items[plan.entry_query[e]] += touching;
   }
   out.fused_merge = std::all_of(out.query_items.begin(), out.query_items.end(), [](int32_t n) { return n > 0; });
-  return out;
 }
 
 double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work) {

@@ -23,11 +23,13 @@
 // every item costs about total / (2 x CTAs) (chunks of at least kMinChunk
 // tokens), items go to CTAs by longest-
 // processing-time-first, and the persistent kernel runs each CTA's list.
-// Thread-compatible value types; BuildWorkPlan is a pure function.
+// Thread-compatible value types; BuildWorkPlan is a pure function (WorkPlanner
+// is the same with buffers kept between calls).
 #ifndef BANYAN_ATTENTION_WORK_PLAN_H_
 #define BANYAN_ATTENTION_WORK_PLAN_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "attention/attention_plan.h"
@@ -170,6 +172,26 @@ struct WorkPlan {
 // is empty, num_q_heads a positive multiple of num_kv_heads.
 WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
                        PathChoice choice);
+
+// BuildWorkPlan for a caller that plans again and again (a decode loop plans
+// every step): Build writes the same plan into *out, reusing *out's buffers and
+// the planner's own working buffers instead of allocating them each time.
+// Thread-compatible (one planner per thread); movable.
+class WorkPlanner {
+ public:
+  WorkPlanner();
+  ~WorkPlanner();
+  WorkPlanner(WorkPlanner&&) noexcept;
+  WorkPlanner& operator=(WorkPlanner&&) noexcept;
+
+  // REQUIRES: as BuildWorkPlan; out != nullptr. Every field of *out is replaced.
+  void Build(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device, PathChoice choice,
+             WorkPlan* out);
+
+ private:
+  struct Scratch;
+  std::unique_ptr<Scratch> scratch_;
+};
 
 // Of the 64-token KV tiles that the batched items of `work` read (KV head 0's
 // items; every KV head reads the same pages), each weighted by its item's

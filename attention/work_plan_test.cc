@@ -345,6 +345,55 @@ TEST(WorkPlanPagesTest, ConsecutivePageTileShareFollowsPageOrder) {
   }
 }
 
+// Every field of two work plans, item bytes included.
+void ExpectSamePlan(const WorkPlan& a, const WorkPlan& b) {
+  ASSERT_EQ(a.items.size(), b.items.size());
+  EXPECT_EQ(0, std::memcmp(a.items.data(), b.items.data(), a.items.size() * sizeof(WorkItem)));
+  EXPECT_EQ(a.cta_item_indptr, b.cta_item_indptr);
+  EXPECT_EQ(a.cta_head, b.cta_head);
+  EXPECT_EQ(a.item_entry, b.item_entry);
+  EXPECT_EQ(a.entry_partial_base, b.entry_partial_base);
+  EXPECT_EQ(a.entry_num_chunks, b.entry_num_chunks);
+  EXPECT_EQ(a.entry_segment, b.entry_segment);
+  EXPECT_EQ(a.row_slot_indptr, b.row_slot_indptr);
+  EXPECT_EQ(a.query_items, b.query_items);
+  EXPECT_EQ(a.fused_merge, b.fused_merge);
+  EXPECT_EQ(a.num_partials, b.num_partials);
+  EXPECT_EQ(a.batched_segments, b.batched_segments);
+  EXPECT_EQ(a.flattened_segments, b.flattened_segments);
+  EXPECT_EQ(a.estimated_us, b.estimated_us);
+}
+
+// One planner and one output reused over plans that grow and shrink, with
+// every shape option: each Build equals a fresh BuildWorkPlan.
+TEST(WorkPlannerTest, ReusedBuffersGiveTheFreshPlan) {
+  Rng rng(29);
+  WorkPlanner planner;
+  WorkPlan reused;
+  const PathChoice choices[] = {PathChoice::kAuto, PathChoice::kBatched, PathChoice::kPerSequence,
+                                PathChoice::kFlattened};
+  for (int trial = 0; trial < 60; ++trial) {
+    testing::RandomTreeOptions options;
+    options.levels = 1 + static_cast<int32_t>(rng.UniformInt(5));
+    options.leaves = 1 + static_cast<int32_t>(rng.UniformInt(trial % 3 == 0 ? 1200 : 40));
+    options.max_length = trial % 2 == 0 ? 80 : 600;
+    options.plan.page_size = trial % 4 == 1 ? 64 : 16;
+    const testing::TreePlan tree = testing::MakeRandomTreePlan(options, rng);
+    const int32_t group = 1 << rng.UniformInt(4);
+    const int32_t kv_heads = 1 + static_cast<int32_t>(rng.UniformInt(8));
+    WorkShape shape{group * kv_heads, kv_heads, trial % 3 == 0 ? 128 : 64, trial % 5 == 0 ? 4 : 2};
+    shape.group_small = trial % 3 == 1 ? 4 : 0;
+    shape.spread_light = trial % 2 == 0;
+    DeviceModel device;
+    device.num_sms = 1 + static_cast<int32_t>(rng.UniformInt(140));
+    device.ctas_per_sm = 1 + static_cast<int32_t>(rng.UniformInt(2));
+    const PathChoice choice = choices[trial % 4];
+    planner.Build(tree.plan, shape, device, choice, &reused);
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    ExpectSamePlan(reused, BuildWorkPlan(tree.plan, shape, device, choice));
+  }
+}
+
 TEST(WorkPlanCostTest, BatchingWinsWhenManyRowsShareKv) {
   const WorkShape shape{32, 8, 128, 2};
   const DeviceModel device;

@@ -296,10 +296,6 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
   const int32_t* d_logit_rows = d_tokens + 4 * cap;
   int32_t* d_bad_row = staging_device_.As<int32_t>() + 5 * cap;
 
-  // The caller (Forward / ForwardGreedy) ran ValidateForwardBatch on this plan.
-  BANYAN_RETURN_IF_ERROR(
-      attention_.Prepare(*batch.plan, c, kv, q_.data(), attn_.data(), stream, attention::PlanCheck::kPlanValidated));
-
   const int rows = static_cast<int>(n);
   const bool split = split_ == 2;
   float* residual = residual_.As<float>();
@@ -334,6 +330,14 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
          .layer = layer, .layout = kv.layout, .page = d_pages, .slot = d_slots,
          .pool = static_cast<bf16_bits*>(kv.data)},
         stream));
+    if (layer == 0) {
+      // Planned only now, with the embedding and layer 0's norm, QKV product and
+      // epilogue already queued: the GPU runs them while the host builds the
+      // attention work plan (host time that the GPU would otherwise wait for).
+      // The caller (Forward / ForwardGreedy / ForwardSample) ran ValidateForwardBatch on this plan.
+      BANYAN_RETURN_IF_ERROR(attention_.Prepare(*batch.plan, c, kv, q_.data(), attn_.data(), stream,
+                                                attention::PlanCheck::kPlanValidated));
+    }
     BANYAN_RETURN_IF_ERROR(attention_.Run(layer, stream));
     BANYAN_RETURN_IF_ERROR(Linear(attn_.data(), w.o, w.o_lo, n, n, q_dim, H, proj));
     BANYAN_RETURN_IF_ERROR(cuda::LaunchRmsNorm(
