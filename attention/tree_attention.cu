@@ -136,15 +136,15 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {plan.entry_kv_limit.data(), static_cast<int64_t>(plan.entry_kv_limit.size())},
       {plan.query_entry_indptr.data(), static_cast<int64_t>(plan.query_entry_indptr.size())},
       {plan.query_entries.data(), static_cast<int64_t>(plan.query_entries.size())},
-      {work_.query_items.data(), static_cast<int64_t>(work_.query_items.size())},
-      {work_.items.data(), static_cast<int64_t>(work_.items.size() * sizeof(WorkItem) / 4)},
-      {work_.cta_item_indptr.data(), static_cast<int64_t>(work_.cta_item_indptr.size())},
-      {work_.cta_head.data(), static_cast<int64_t>(work_.cta_head.size())},
-      {work_.entry_partial_base.data(), static_cast<int64_t>(work_.entry_partial_base.size())},
-      {work_.entry_num_chunks.data(), static_cast<int64_t>(work_.entry_num_chunks.size())},
-      {work_.row_slot_indptr.data(), static_cast<int64_t>(work_.row_slot_indptr.size())},
+      {work().query_items.data(), static_cast<int64_t>(work().query_items.size())},
+      {work().items.data(), static_cast<int64_t>(work().items.size() * sizeof(WorkItem) / 4)},
+      {work().cta_item_indptr.data(), static_cast<int64_t>(work().cta_item_indptr.size())},
+      {work().cta_head.data(), static_cast<int64_t>(work().cta_head.size())},
+      {work().entry_partial_base.data(), static_cast<int64_t>(work().entry_partial_base.size())},
+      {work().entry_num_chunks.data(), static_cast<int64_t>(work().entry_num_chunks.size())},
+      {work().row_slot_indptr.data(), static_cast<int64_t>(work().row_slot_indptr.size())},
       {&nq, 1},
-      {work_.item_entry.data(), static_cast<int64_t>(work_.item_entry.size())},
+      {work().item_entry.data(), static_cast<int64_t>(work().item_entry.size())},
   };
   // Offsets from bucketed capacities: unchanged while every array fits its bucket.
   int64_t offsets[kNumArrays + 1];
@@ -178,7 +178,7 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
   single_token_ = SeesOneTokenPerRow(*args.plan);
   if (single_token_) {
-    work_ = WorkPlan{};
+    planner_.Clear();
     BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
     RememberPreparedShape(args);
     return absl::OkStatus();
@@ -228,26 +228,26 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
                           static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows,
                           variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0, spread_light_};
-    planner_.Build(*args.plan, shape, device, path, &work_);
+    planner_.Plan(*args.plan, shape, device, path);
     grid_ = device.num_ctas();
     return absl::OkStatus();
   };
   BANYAN_RETURN_IF_ERROR(configure_and_plan());
   if (variant_ == KernelVariant::kTma &&
-      std::any_of(work_.items.begin(), work_.items.end(),
+      std::any_of(work().items.begin(), work().items.end(),
                   [](const WorkItem& it) { return it.kind != static_cast<int32_t>(ItemKind::kBatched); })) {
     variant_ = KernelVariant::kWgmma;  // the TMA kernel runs batched items only
     BANYAN_RETURN_IF_ERROR(configure_and_plan());
   }
-  if (auto_variant && variant_ == KernelVariant::kWgmma && MeanBatchedTiles(work_) < kWgmmaMinMeanTiles) {
+  if (auto_variant && variant_ == KernelVariant::kWgmma && MeanBatchedTiles(work()) < kWgmmaMinMeanTiles) {
     variant_ = KernelVariant::kNarrow;  // short items: the mma.sync tile measured faster
     BANYAN_RETURN_IF_ERROR(configure_and_plan());
   }
   tma_split_kv_ = variant_ == KernelVariant::kTma &&
                   (tma_rings_ == TmaRings::kSplit ||
-                   (tma_rings_ == TmaRings::kAuto && ConsecutivePageTileShare(*args.plan, work_) < kTmaSharedMinShare));
+                   (tma_rings_ == TmaRings::kAuto && ConsecutivePageTileShare(*args.plan, work()) < kTmaSharedMinShare));
   BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
-  const int64_t slots = Bucket(int64_t{work_.num_partials} * args.num_q_heads);
+  const int64_t slots = Bucket(int64_t{work().num_partials} * args.num_q_heads);
   const size_t partial_bytes = static_cast<size_t>(slots) * (args.head_dim() + 1) * sizeof(float);
   if (partials_.size() < partial_bytes) {
     BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // the old partials may still be in use
@@ -302,7 +302,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   // kTma has neither merge inside its launch: its rows always go to the merge kernel (also when the
   // grid merge was switched on after the Prepare that chose kTma).
   const bool grid_merge = grid_merge_ && !tma;
-  const bool fused = !tma && !grid_merge && fused_merge_ && work_.fused_merge;
+  const bool fused = !tma && !grid_merge && fused_merge_ && work().fused_merge;
   if (tma) {
     if (reinterpret_cast<uintptr_t>(args.q) % 16 != 0) {
       return absl::InvalidArgumentError("attention: the tma variant needs 16-byte aligned q rows");

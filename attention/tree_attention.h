@@ -113,6 +113,10 @@ class TreeAttention {
   // Fewest KV tokens of a split-K chunk (DeviceModel::min_chunk). Takes
   // effect at the next Prepare. Default kMinChunk.
   void set_min_chunk(int32_t tokens) { min_chunk_ = tokens; }
+  // true (default): a Prepare whose plan has the previous Prepare's topology
+  // (a decode step after the last) refreshes the previous work plan instead of
+  // building one (WorkPlanner, work_plan.h); false: every Prepare builds.
+  void set_refresh_plans(bool refresh) { planner_.set_refresh(refresh); }
   // true: the persistent kernel merges each query row itself (the CTA that
   // finishes the row's last item), one launch instead of two, where every row
   // has an item. Measured slower on the H100 for large tiles (a 128-row item
@@ -183,7 +187,9 @@ class TreeAttention {
   void set_tma_rings(TmaRings rings) { tma_rings_ = rings; }
   bool tma_split_kv() const { return tma_split_kv_; }
 
-  const WorkPlan& work_plan() const { return work_; }
+  const WorkPlan& work_plan() const { return planner_.plan(); }
+  // Whether the last Prepare refreshed its work plan instead of building one.
+  bool plan_refreshed() const { return planner_.last_refreshed(); }
   int32_t grid_size() const { return grid_; }
   int32_t num_sms() const { return num_sms_; }
 
@@ -215,8 +221,8 @@ class TreeAttention {
   bool pdl_supported_ = false;  // compute capability >= 9.0
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
-  WorkPlanner planner_;  // keeps its buffers from one Prepare to the next
-  WorkPlan work_;
+  const WorkPlan& work() const { return planner_.plan(); }
+  WorkPlanner planner_;  // the work plan; refreshed across decode steps (work_plan.h)
   // The kTma kernel's tensor maps and what they were encoded for.
   KvTensorMaps kv_maps_;
   const void* kv_maps_pool_ = nullptr;

@@ -164,6 +164,66 @@ INSTANTIATE_TEST_SUITE_P(
         GpuCase{1, 70, 1, 2, 8, 128, kH, kH, kF, false, PathChoice::kAuto, 8},
         GpuCase{1, 33, 1, 1, 4, 64, kF, kF, kF, false, PathChoice::kAuto, 16}));
 
+// A decode loop on one runner: the same tree with every leaf a token longer
+// at each step (new KV, queries, page ids and first slots), the engine's
+// shape (h32/8, D 64, bf16) and a 3-level one. The runner refreshes its work
+// plan on most steps (WorkPlanner) and every step matches the reference.
+TEST(TreeAttentionGpuDecodeTest, RefreshedPlansMatchTheReferenceEveryStep) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  struct Shape {
+    std::vector<int32_t> fanout, length;
+    int32_t kv_heads, q_heads, head_dim;
+  };
+  for (const Shape& shape : {Shape{{1, 96}, {1200, 1}, 8, 32, 64}, Shape{{1, 4, 16}, {700, 300, 1}, 2, 8, 128}}) {
+    BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
+    Rng rng(shape.fanout.back() * 11 + shape.head_dim);
+    std::vector<testing::TreeNode> nodes = testing::UniformTree(shape.fanout, shape.length);
+    std::vector<bool> inner(nodes.size(), false);
+    for (const testing::TreeNode& n : nodes) {
+      if (n.parent >= 0) inner[n.parent] = true;
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!inner[i]) nodes[i].length = 1 + static_cast<int32_t>(rng.UniformInt(100));
+    }
+    int refreshed = 0;
+    for (int step = 0; step < 10; ++step) {
+      const testing::TreePlan tree = testing::BuildTreePlan(nodes, {}, rng);
+      const testing::ProblemOptions options{shape.kv_heads, shape.q_heads, shape.head_dim, 2, 1, DType::kBf16,
+                                            DType::kBf16};
+      const testing::AttentionProblem p = testing::MakeProblem(tree, options, rng);
+      const int64_t n = int64_t{tree.plan.num_queries} * shape.q_heads * shape.head_dim;
+      const int64_t nl = int64_t{tree.plan.num_queries} * shape.q_heads;
+      std::vector<float> want(n), want_lse(nl);
+      BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
+      BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * 4, nl));
+      BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN
+      BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
+      AttentionArgs args = p.Args(tree.plan, d.out.data(), DType::kF32, d.lse.As<float>());
+      args.kv_pool = d.kv.data();
+      args.q = d.q.data();
+      BANYAN_ASSERT_OK(runner->Attend(args, PathChoice::kAuto, stream.get()));
+      BANYAN_ASSERT_OK(stream.Synchronize());
+      refreshed += runner->plan_refreshed() ? 1 : 0;
+      std::vector<float> got(n), got_lse(nl);
+      BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
+      BANYAN_ASSERT_OK(d.lse.CopyToHost(got_lse.data(), nl * 4));
+      const double err = RelativeError(ToDoubles(got.data(), DType::kF32, n), ToDoubles(want.data(), DType::kF32, n));
+      const double lse_err =
+          RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
+      std::printf("[ step ] levels %zu step %d refreshed %d items %zu rel_err %.3g lse_rel_err %.3g\n",
+                  shape.fanout.size(), step, runner->plan_refreshed() ? 1 : 0, runner->work_plan().items.size(), err,
+                  lse_err);
+      EXPECT_LT(err, 1e-2) << "step " << step;
+      EXPECT_LT(lse_err, 2e-3) << "step " << step;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (!inner[i]) ++nodes[i].length;
+      }
+    }
+    EXPECT_GE(refreshed, 6);
+  }
+}
+
 TEST(TreeAttentionGpuApiTest, GraphCaptureAndErrors) {
   BANYAN_SKIP_WITHOUT_GPU();
   BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());

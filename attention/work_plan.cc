@@ -168,15 +168,15 @@ WorkPlanner& WorkPlanner::operator=(WorkPlanner&&) noexcept = default;
 
 WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
                        PathChoice choice) {
-  WorkPlan out;
-  WorkPlanner().Build(plan, shape, device, choice, &out);
-  return out;
+  WorkPlanner planner;
+  planner.set_refresh(false);
+  return planner.Plan(plan, shape, device, choice);
 }
 
 void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
-                        PathChoice choice, WorkPlan* plan_out) {
+                        PathChoice choice) {
   Scratch& x = *scratch_;
-  WorkPlan& out = *plan_out;
+  WorkPlan& out = plan_;
   out.fused_merge = false;
   out.num_partials = 0;
   out.batched_segments = 0;
@@ -237,11 +237,15 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   out.entry_segment.assign(plan.num_entries(), 0);
   std::vector<WorkItem>& emitted = x.emitted;
   std::vector<double>& emitted_cost = x.emitted_cost;
-  std::vector<RowBlock>& blocks = x.blocks;          // the segment's row blocks
-  std::vector<int32_t>& block_limit = x.block_limit;  // per row block: the largest kv limit of its rows (no row sees past it)
-  std::vector<double>& chunk_cost = x.chunk_cost;     // per row block: its item's cost in the current chunk (any KV head)
+  // Per segment: its row blocks; per row block the largest kv limit of its
+  // rows (no row sees past it) and its item's cost in the current chunk (any KV head).
+  std::vector<RowBlock>& blocks = x.blocks;
+  std::vector<int32_t>& block_limit = x.block_limit;
+  std::vector<double>& chunk_cost = x.chunk_cost;
   emitted.clear();
   emitted_cost.clear();
+  chunk_len_.assign(segments, 0);
+  chunks_.assign(segments, 0);
   for (int32_t s = 0; s < segments; ++s) {
     const int32_t entry_begin = plan.segment_entry_indptr[s];
     const int32_t entries = plan.segment_entry_indptr[s + 1] - entry_begin;
@@ -253,6 +257,8 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     const int32_t min_chunk = std::max(kKvTile, CeilDiv(device.min_chunk, kKvTile) * kKvTile);
     const int32_t len = std::max(min_chunk, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
     const int32_t chunks = CeilDiv(length, len);
+    chunk_len_[s] = len;
+    chunks_[s] = chunks;
     for (int32_t e = entry_begin; e < entry_begin + entries; ++e) {
       out.entry_num_chunks[e] = chunks;
       out.entry_segment[e] = s;
@@ -368,7 +374,28 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     }
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }
-  // Each item's first entry (WorkPlan::item_entry).
+  FillItemEntries(plan, group, &out);
+  FillCtaHeads(plan, group, ctas, &out);
+  // 5. Completion counts for the fused merge: one per (item, entry touched).
+  //    An item touches a run of entries: count per entry by differences
+  //    (O(items + entries)), then add each entry's count to its row.
+  std::vector<int32_t>& entry_delta = x.entry_delta;
+  entry_delta.assign(static_cast<size_t>(plan.num_entries()) + 1, 0);
+  for (const WorkItem& it : out.items) {
+    ++entry_delta[it.entry_begin + it.row_begin / group];
+    --entry_delta[it.entry_begin + (it.row_begin + it.row_count - 1) / group + 1];
+  }
+  out.query_items.assign(plan.num_queries, 0);
+  int32_t touching = 0;
+  for (int32_t e = 0; e < plan.num_entries(); ++e) {
+    touching += entry_delta[e];
+    out.query_items[plan.entry_query[e]] += touching;
+  }
+  out.fused_merge = std::all_of(out.query_items.begin(), out.query_items.end(), [](int32_t n) { return n > 0; });
+}
+
+void WorkPlanner::FillItemEntries(const AttentionPlan& plan, int32_t group, WorkPlan* work) {
+  WorkPlan& out = *work;
   out.item_entry.assign(out.items.size() * 4, 0);
   for (size_t i = 0; i < out.items.size(); ++i) {
     const WorkItem& it = out.items[i];
@@ -379,7 +406,10 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     out.item_entry[4 * i + 2] = out.entry_partial_base[e0];
     out.item_entry[4 * i + 3] = e0 == e_last ? 1 : 0;
   }
-  // 5. The CTA heads (work_plan.h kHeadStride).
+}
+
+void WorkPlanner::FillCtaHeads(const AttentionPlan& plan, int32_t group, int32_t ctas, WorkPlan* work) {
+  WorkPlan& out = *work;
   out.cta_head.assign(static_cast<size_t>(ctas) * kHeadStride, 0);
   for (int32_t c = 0; c < ctas; ++c) {
     int32_t* head = out.cta_head.data() + static_cast<size_t>(c) * kHeadStride;
@@ -407,22 +437,6 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     const int32_t e_end = it.entry_begin + (it.row_begin + it.row_count - 1) / group + 1;
     for (int32_t e = e0; e < e_end && e - e0 < kHeadQrows; ++e) head[kHeadQrowsAt + e - e0] = plan.entry_query[e];
   }
-  // 6. Completion counts for the fused merge: one per (item, entry touched).
-  //    An item touches a run of entries: count per entry by differences
-  //    (O(items + entries)), then add each entry's count to its row.
-  std::vector<int32_t>& entry_delta = x.entry_delta;
-  entry_delta.assign(static_cast<size_t>(plan.num_entries()) + 1, 0);
-  for (const WorkItem& it : out.items) {
-    ++entry_delta[it.entry_begin + it.row_begin / group];
-    --entry_delta[it.entry_begin + (it.row_begin + it.row_count - 1) / group + 1];
-  }
-  out.query_items.assign(plan.num_queries, 0);
-  int32_t touching = 0;
-  for (int32_t e = 0; e < plan.num_entries(); ++e) {
-    touching += entry_delta[e];
-    out.query_items[plan.entry_query[e]] += touching;
-  }
-  out.fused_merge = std::all_of(out.query_items.begin(), out.query_items.end(), [](int32_t n) { return n > 0; });
 }
 
 double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work) {

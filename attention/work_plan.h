@@ -174,23 +174,72 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
                        PathChoice choice);
 
 // BuildWorkPlan for a caller that plans again and again (a decode loop plans
-// every step): Build writes the same plan into *out, reusing *out's buffers and
-// the planner's own working buffers instead of allocating them each time.
+// every step). The planner owns the plan it returns and keeps its buffers (and
+// its own working buffers) from call to call instead of allocating them.
+//
+// Refresh: when a call's plan has the topology of the previous call's (the
+// same segments, entries and query rows in the same order: a decode step
+// after the last one, where every branch grew by a token or so), the same
+// shape, device and choice, and every segment still splits into as many KV
+// chunks as before, the previous work plan is refreshed instead of rebuilt:
+// the same items on the same CTAs, each item's KV range, page base and row
+// limits re-read from the new plan, the CTA heads rebuilt. That plan is as
+// valid as a fresh one (every (entry, chunk, head) covered once, the same
+// partial slots and completion counts) but keeps the old cost model's choices
+// and balance; a fresh build runs at least every kMaxRefreshes + 1 calls, and
+// never refreshes a plan with grouped items (WorkItem::group). O(items +
+// entries) instead of BuildWorkPlan's sorting and placement.
 // Thread-compatible (one planner per thread); movable.
 class WorkPlanner {
  public:
+  static constexpr int32_t kMaxRefreshes = 15;
+
   WorkPlanner();
   ~WorkPlanner();
   WorkPlanner(WorkPlanner&&) noexcept;
   WorkPlanner& operator=(WorkPlanner&&) noexcept;
 
-  // REQUIRES: as BuildWorkPlan; out != nullptr. Every field of *out is replaced.
-  void Build(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device, PathChoice choice,
-             WorkPlan* out);
+  // The work plan of `plan` (REQUIRES: as BuildWorkPlan), refreshed from the
+  // previous one where allowed (above), else built as BuildWorkPlan builds it.
+  // Valid until the next Plan or Clear.
+  const WorkPlan& Plan(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
+                       PathChoice choice);
+  // The last plan (empty before the first Plan and after Clear).
+  const WorkPlan& plan() const;
+  // Forgets the last plan: the next Plan builds.
+  void Clear();
+  // true (default): Plan may refresh; false: Plan always builds.
+  void set_refresh(bool refresh) { refresh_ = refresh; }
+  // Whether the last Plan refreshed instead of building (tests, benchmarks).
+  bool last_refreshed() const { return last_refreshed_; }
 
  private:
   struct Scratch;
-  std::unique_ptr<Scratch> scratch_;
+  void Build(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device, PathChoice choice);
+  bool CanRefresh(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
+                  PathChoice choice) const;
+  void Refresh(const AttentionPlan& plan, const WorkShape& shape);
+  void Remember(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device, PathChoice choice);
+
+  // Per item: the first entry's row, limit and partial base (WorkPlan::item_entry).
+  static void FillItemEntries(const AttentionPlan& plan, int32_t group, WorkPlan* out);
+  // The CTA heads (WorkPlan::cta_head) from the items and cta_item_indptr.
+  static void FillCtaHeads(const AttentionPlan& plan, int32_t group, int32_t ctas, WorkPlan* out);
+
+  std::unique_ptr<Scratch> scratch_;  // Build's working buffers
+  WorkPlan plan_;
+  bool refresh_ = true;
+  bool last_refreshed_ = false;
+  // What the last plan was made for (have_plan_: there is one to refresh).
+  bool have_plan_ = false;
+  int32_t refreshes_ = 0;  // since the last build
+  WorkShape shape_;
+  DeviceModel device_;
+  PathChoice choice_ = PathChoice::kAuto;
+  int32_t num_queries_ = 0;
+  std::vector<int32_t> segment_entry_indptr_, entry_query_, query_entry_indptr_, query_entries_;
+  // Per segment of the last plan: its KV chunk length and count.
+  std::vector<int32_t> chunk_len_, chunks_;
 };
 
 // Of the 64-token KV tiles that the batched items of `work` read (KV head 0's

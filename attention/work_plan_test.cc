@@ -75,24 +75,10 @@ struct Case {
   int32_t group_small = 0;
 };
 
-class WorkPlanTest : public ::testing::TestWithParam<Case> {};
-
-TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
-  const Case c = GetParam();
-  Rng rng(c.leaves * 13 + c.levels);
-  testing::RandomTreeOptions opt;
-  opt.levels = c.levels;
-  opt.leaves = c.leaves;
-  opt.max_length = c.prefill ? 20 : 300;
-  opt.plan.prefill = c.prefill;
-  const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
-  const testing::AttentionProblem p =
-      testing::MakeProblem(tree, {c.kv_heads, c.q_heads, 64, 1, 0, DType::kF32, DType::kF32}, rng);
-  DeviceModel device;
-  device.num_sms = 4;  // small device: forces chunking
-  device.ctas_per_sm = c.ctas_per_sm;
-  const WorkPlan wp =
-      BuildWorkPlan(tree.plan, {c.q_heads, c.kv_heads, 64, 2, c.tile_rows, c.group_small}, device, c.choice);
+// Every property of a work plan for `tree` (problem `p`, `device`, case `c`'s
+// shape), down to its items run on the CPU and merged equalling the reference.
+void ExpectValidWorkPlan(const Case& c, const testing::TreePlan& tree, const testing::AttentionProblem& p,
+                         const DeviceModel& device, const WorkPlan& wp) {
   ASSERT_EQ(wp.cta_item_indptr.size(), static_cast<size_t>(device.num_ctas()) + 1);
   ASSERT_EQ(wp.cta_head.size(), static_cast<size_t>(device.num_ctas()) * kHeadStride);
   const int32_t ps = tree.plan.page_size;
@@ -226,6 +212,27 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
   BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, nullptr)));
   const std::vector<double> got = ExecuteOnCpu(p, tree.plan, wp);
   EXPECT_LT(testing::RelativeError(got, testing::ToDoubles(want.data(), DType::kF32, n)), 1e-6);
+}
+
+class WorkPlanTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
+  const Case c = GetParam();
+  Rng rng(c.leaves * 13 + c.levels);
+  testing::RandomTreeOptions opt;
+  opt.levels = c.levels;
+  opt.leaves = c.leaves;
+  opt.max_length = c.prefill ? 20 : 300;
+  opt.plan.prefill = c.prefill;
+  const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
+  const testing::AttentionProblem p =
+      testing::MakeProblem(tree, {c.kv_heads, c.q_heads, 64, 1, 0, DType::kF32, DType::kF32}, rng);
+  DeviceModel device;
+  device.num_sms = 4;  // small device: forces chunking
+  device.ctas_per_sm = c.ctas_per_sm;
+  const WorkPlan wp =
+      BuildWorkPlan(tree.plan, {c.q_heads, c.kv_heads, 64, 2, c.tile_rows, c.group_small}, device, c.choice);
+  ExpectValidWorkPlan(c, tree, p, device, wp);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, WorkPlanTest,
@@ -364,12 +371,12 @@ void ExpectSamePlan(const WorkPlan& a, const WorkPlan& b) {
   EXPECT_EQ(a.estimated_us, b.estimated_us);
 }
 
-// One planner and one output reused over plans that grow and shrink, with
-// every shape option: each Build equals a fresh BuildWorkPlan.
+// One planner reused over plans that grow and shrink, with every shape
+// option and refresh off: each plan equals a fresh BuildWorkPlan.
 TEST(WorkPlannerTest, ReusedBuffersGiveTheFreshPlan) {
   Rng rng(29);
   WorkPlanner planner;
-  WorkPlan reused;
+  planner.set_refresh(false);
   const PathChoice choices[] = {PathChoice::kAuto, PathChoice::kBatched, PathChoice::kPerSequence,
                                 PathChoice::kFlattened};
   for (int trial = 0; trial < 60; ++trial) {
@@ -388,10 +395,97 @@ TEST(WorkPlannerTest, ReusedBuffersGiveTheFreshPlan) {
     device.num_sms = 1 + static_cast<int32_t>(rng.UniformInt(140));
     device.ctas_per_sm = 1 + static_cast<int32_t>(rng.UniformInt(2));
     const PathChoice choice = choices[trial % 4];
-    planner.Build(tree.plan, shape, device, choice, &reused);
+    const WorkPlan& reused = planner.Plan(tree.plan, shape, device, choice);
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    EXPECT_FALSE(planner.last_refreshed());
     ExpectSamePlan(reused, BuildWorkPlan(tree.plan, shape, device, choice));
   }
+}
+
+// The leaves (nodes no other node names as parent) of a forest.
+std::vector<int32_t> LeavesOf(const std::vector<testing::TreeNode>& nodes) {
+  std::vector<bool> parent(nodes.size(), false);
+  for (const testing::TreeNode& n : nodes) {
+    if (n.parent >= 0) parent[n.parent] = true;
+  }
+  std::vector<int32_t> leaves;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!parent[i]) leaves.push_back(static_cast<int32_t>(i));
+  }
+  return leaves;
+}
+
+// A decode loop: the same forest with its leaves a token (sometimes two)
+// longer at every step, with new page ids and first slots each time. The
+// planner refreshes the steps it may (most of them; a build at least every
+// kMaxRefreshes + 1 steps, and where a leaf needs another KV chunk), and
+// every plan it returns, refreshed or built, is a valid work plan of that
+// step's tree that merges to the reference.
+TEST(WorkPlannerTest, RefreshedPlansCoverEachStepsTree) {
+  for (const Case& c : {Case{3, 24, 2, 8, false, PathChoice::kAuto, 1},
+                        Case{2, 16, 1, 4, false, PathChoice::kFlattened, 2},
+                        Case{2, 12, 2, 8, false, PathChoice::kPerSequence, 1},
+                        Case{3, 24, 1, 8, false, PathChoice::kBatched, 1, 256}}) {
+    SCOPED_TRACE(::testing::Message() << "levels " << c.levels << " leaves " << c.leaves);
+    Rng rng(c.leaves * 7 + c.levels);
+    std::vector<testing::TreeNode> nodes = c.levels == 3 ? testing::UniformTree({1, 4, c.leaves / 4}, {400, 70, 1})
+                                                         : testing::UniformTree({1, c.leaves}, {500, 1});
+    const std::vector<int32_t> leaves = LeavesOf(nodes);
+    for (int32_t leaf : leaves) nodes[leaf].length = 1 + static_cast<int32_t>(rng.UniformInt(60));
+    const WorkShape shape{c.q_heads, c.kv_heads, 64, 2, c.tile_rows, c.group_small};
+    DeviceModel device;
+    device.num_sms = 4;  // small device: forces chunking
+    device.ctas_per_sm = c.ctas_per_sm;
+    WorkPlanner planner;
+    int refreshed = 0, in_a_row = 0;
+    for (int step = 0; step < 24; ++step) {
+      SCOPED_TRACE(::testing::Message() << "step " << step);
+      const testing::TreePlan tree = testing::BuildTreePlan(nodes, {}, rng);
+      const testing::AttentionProblem p =
+          testing::MakeProblem(tree, {c.kv_heads, c.q_heads, 64, 1, 0, DType::kF32, DType::kF32}, rng);
+      const WorkPlan& wp = planner.Plan(tree.plan, shape, device, c.choice);
+      in_a_row = planner.last_refreshed() ? in_a_row + 1 : 0;
+      refreshed += planner.last_refreshed() ? 1 : 0;
+      EXPECT_LE(in_a_row, WorkPlanner::kMaxRefreshes);
+      ExpectValidWorkPlan(c, tree, p, device, wp);
+      for (int32_t leaf : leaves) nodes[leaf].length += step % 7 == 3 ? 2 : 1;
+    }
+    EXPECT_GE(refreshed, 16);
+  }
+}
+
+// A plan of another topology (a leaf more), a prefill plan of the same tree
+// (more query rows), another shape: built, not refreshed.
+TEST(WorkPlannerTest, OtherTopologiesAreBuilt) {
+  Rng rng(5);
+  const WorkShape shape{8, 2, 64, 2};
+  const DeviceModel device;
+  WorkPlanner planner;
+  const std::vector<testing::TreeNode> nodes = testing::UniformTree({1, 6}, {300, 9});
+  std::vector<testing::TreeNode> more = nodes;
+  more.push_back({0, 9});
+  testing::PlanOptions prefill;
+  prefill.prefill = true;
+  planner.Plan(testing::BuildTreePlan(nodes, {}, rng).plan, shape, device, PathChoice::kAuto);
+  planner.Plan(testing::BuildTreePlan(nodes, {}, rng).plan, shape, device, PathChoice::kAuto);
+  EXPECT_TRUE(planner.last_refreshed());
+  planner.Plan(testing::BuildTreePlan(more, {}, rng).plan, shape, device, PathChoice::kAuto);
+  EXPECT_FALSE(planner.last_refreshed());
+  planner.Plan(testing::BuildTreePlan(more, prefill, rng).plan, shape, device, PathChoice::kAuto);
+  EXPECT_FALSE(planner.last_refreshed());
+  const testing::TreePlan tree = testing::BuildTreePlan(more, {}, rng);
+  planner.Plan(tree.plan, shape, device, PathChoice::kAuto);
+  EXPECT_FALSE(planner.last_refreshed());
+  planner.Plan(tree.plan, {16, 2, 64, 2}, device, PathChoice::kAuto);
+  EXPECT_FALSE(planner.last_refreshed());
+  planner.Plan(tree.plan, {16, 2, 64, 2}, device, PathChoice::kBatched);
+  EXPECT_FALSE(planner.last_refreshed());
+  planner.Plan(tree.plan, {16, 2, 64, 2}, device, PathChoice::kBatched);
+  EXPECT_TRUE(planner.last_refreshed());
+  planner.Clear();
+  EXPECT_TRUE(planner.plan().items.empty());
+  planner.Plan(tree.plan, {16, 2, 64, 2}, device, PathChoice::kBatched);
+  EXPECT_FALSE(planner.last_refreshed());
 }
 
 TEST(WorkPlanCostTest, BatchingWinsWhenManyRowsShareKv) {
