@@ -359,8 +359,13 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     cooperative[0].val.cooperative = 1;
     items.attrs = cooperative;
     items.numAttrs = grid_merge ? 1 : 0;
+    cudaLaunchAttribute start_overlap[1] = {};
+    start_overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    start_overlap[0].val.programmaticStreamSerializationAllowed = 1;
     if (tma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {
+        items.attrs = start_overlap;
+        items.numAttrs = overlap_start_ && pdl_supported_ ? 1 : 0;
         items.blockDim = dim3(kernels::kTmaThreads);
         items.dynamicSmemBytes = kernels::kTmaSmemBytes<T, D>;
         CUtensorMap multi, single;

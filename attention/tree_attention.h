@@ -128,6 +128,12 @@ class TreeAttention {
   // as a programmatic dependent launch (its launch and prologue overlap the
   // item kernel); false: a plain second launch. Takes effect at the next Run.
   void set_overlap_merge(bool overlap) { overlap_merge_ = overlap; }
+  // true (default): on compute capability 9.0+ the kTma item kernel is a
+  // programmatic dependent launch too: its CTAs start (barriers, plan data)
+  // while the kernel before it in the stream finishes, and wait for that
+  // kernel only before their first q and KV loads (kernels/tree_tma.cuh).
+  // false: a plain launch. Takes effect at the next Run.
+  void set_overlap_start(bool overlap) { overlap_start_ = overlap; }
   // true (default): a CTA's consecutive batched items share one KV pipeline
   // (the next item's first KV tiles load during the current item); false:
   // every item fills and drains its own. Takes effect at the next Run.
@@ -207,6 +213,7 @@ class TreeAttention {
   int32_t min_chunk_ = kMinChunk;
   bool fused_merge_ = false;
   bool overlap_merge_ = true;
+  bool overlap_start_ = true;
   bool chain_items_ = true;
   bool grid_merge_ = false;
   bool tma_pingpong_ = kTmaPingPong;

@@ -182,6 +182,8 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
       q_row[k] = r < it.row_count ? p.entry_query[entry] : 0;
       kv_limit[k] = r < it.row_count ? p.entry_kv_limit[entry] : 0;
     }
+    // q (and the KV) may come from the kernel before this launch (the start overlap above PersistentTmaKernel).
+    if (i == begin) GridDependencyWait();
     MbarrierWait(L::ItemEmpty(smem, buf.index), buf.phase ^ 1u);
     TmaItemMeta* meta = L::Meta(smem, buf.index);
     uint64_t* item_full = L::ItemFull(smem, buf.index);
@@ -231,6 +233,7 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
   const int32_t k_page0 = static_cast<int32_t>(p.k_plane / plane_page);
   const int32_t v_page0 = static_cast<int32_t>(p.v_plane / plane_page);
   RingSlot<kTmaStages<D>> stage;
+  bool waited = false;
   WorkItem next = begin < end ? p.items[begin] : WorkItem{};
   for (int32_t i = begin; i < end; ++i) {
     const WorkItem it = next;
@@ -262,6 +265,10 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
         const int32_t page = __shfl_sync(0xffffffffu, cur, (k0 + b) % 32);
         present += page >= 0;
         consecutive = consecutive && page == first + b;
+      }
+      if (!waited) {  // before the first KV load (as TmaProduceItems)
+        GridDependencyWait();
+        waited = true;
       }
 #pragma unroll
       for (int pl = kFirst; pl <= kLast; ++pl) MbarrierWait(L::Empty(smem, pl, stage.index), stage.phase ^ 1u);
@@ -464,6 +471,12 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 
 // One launch of every work item of the plan (all kBatched, 16-bit KV and q
 // of the KV dtype, page size a power of two >= 8: TreeAttention checks).
+// Start overlap: TreeAttention may launch it with programmatic stream
+// serialization, so that its CTAs set up and read their plan data while the
+// kernel before it (the model's QKV epilogue, which writes q and the new K/V)
+// finishes; the producer warps wait for that kernel (griddepcontrol.wait)
+// before their first q and KV loads, and no other thread reads memory the
+// kernels before it write.
 // kv_multi / kv_single: the 5-D tensor maps over the whole KV pool
 // (kv_tensor_map.h), box_rows slots per page box. flags: kTmaPingPong,
 // kTmaSplitSmall, kTmaSplitKv.

@@ -10,6 +10,16 @@
 
 namespace banyan::model::cuda {
 
+// Lets a kernel launched after this one with programmatic stream
+// serialization (the attention kernel after the QKV epilogue) start its
+// prologue now; it waits for this grid's memory before reading it. A no-op
+// before sm_90 and for successors launched without the attribute.
+__device__ __forceinline__ void AllowDependentLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 template <int N>
 struct alignas(2 * N) Bf16Vec {
   __nv_bfloat16 v[N];

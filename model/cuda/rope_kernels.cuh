@@ -26,6 +26,7 @@ __device__ __forceinline__ float QkvValue(const QkvEpilogueParams& p, int64_t ro
 
 // REQUIRES: head_dim / 2 <= kMaxHalf; grid = rows.
 __global__ void QkvEpilogueKernel(QkvEpilogueParams p) {
+  AllowDependentLaunch();  // the attention kernel's prologue may overlap this kernel (TreeAttention::Run)
   __shared__ float cos_table[kMaxHalf], sin_table[kMaxHalf];
   const int half = p.head_dim / 2;
   const int64_t row = blockIdx.x;
