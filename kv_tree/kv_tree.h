@@ -298,8 +298,13 @@ class KvTree {
   // Attention plans (attention/attention_plan.h), written into `plan` (cleared
   // first, capacity reused). Segments are tree nodes (or, for flattened nodes,
   // one per reading row), ordered by first use along the rows' root-to-leaf
-  // paths, so every row's entries are in path order. `segment_nodes`, when not
-  // null, receives the node of each segment.
+  // paths, so every row's entries are in path order. A node read by exactly
+  // the rows that read its parent, whose K/V continues its parent's in the
+  // pages (its first slot follows the parent's last, on the parent's last page
+  // or a fresh one), joins its parent's segment: a chain of such nodes (the
+  // one-token nodes of branches that decode the same tokens in step, a node
+  // split by a branch since released) is one segment. `segment_nodes`, when
+  // not null, receives the first node of each segment.
   //
   // Decode: row i is `leaves[i]`, attending its whole path.
   // Prefill: rows are, per PrefillRows in order, its last num_new_tokens
@@ -367,7 +372,9 @@ class KvTree {
     int32_t plan_entry_base = 0;
     int32_t plan_cursor = 0;
     int32_t plan_segment_base = 0;
+    int32_t plan_offset = 0;       // tokens of its segment before it (a chain, kv_tree_plan.cc)
     bool plan_flat = false;
+    bool plan_continues = false;   // its segment is its parent's
   };
   struct BranchSlot {
     uint32_t generation = 1;
@@ -466,6 +473,7 @@ class KvTree {
   std::vector<uint32_t> plan_paths_ ABSL_GUARDED_BY(mu_);
   std::vector<int32_t> plan_path_begin_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> plan_order_ ABSL_GUARDED_BY(mu_);
+  std::vector<int32_t> plan_segment_pages_ ABSL_GUARDED_BY(mu_);  // pages written so far, per segment
 };
 
 }  // namespace banyan::kv_tree

@@ -5,13 +5,15 @@
 // scratch vectors have grown:
 //   1. walk each row's path (root first), number the nodes by first use and
 //      count their readers (per-node scratch stamped with an epoch);
-//   2. lay out segments (one per node, or one per reader for a flattened node),
-//      their pages and entry ranges;
-//   3. walk the paths again, writing each row's entry into its node's range.
+//   2. lay out segments (one per node, or one per reader for a flattened node;
+//      a node with its parent's readers whose K/V follows its parent's joins
+//      the parent's segment), their pages and entry ranges;
+//   3. walk the paths again, writing each row's entry into its segment's range.
 // Ancestors are always numbered before descendants, so a row's entries come in
 // path order, which is also the order of FillQueryEntries' lists.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "banyan/status_macros.h"
@@ -75,6 +77,7 @@ absl::Status KvTree::BuildPrefillPlan(absl::Span<const PrefillRows> rows, const 
 absl::Status KvTree::BuildPlanLocked(const PlanOptions& options, attention::AttentionPlan* plan,
                                      std::vector<NodeId>* segment_nodes) {
   plan->Clear();
+  if (segment_nodes != nullptr) segment_nodes->clear();
   plan->page_size = page_size_;
   plan->num_queries = static_cast<int32_t>(plan_rows_.size());
   if (++plan_epoch_ == 0) {  // wrapped: forget every stale stamp
@@ -106,8 +109,22 @@ absl::Status KvTree::BuildPlanLocked(const PlanOptions& options, attention::Atte
   }
   plan_path_begin_.push_back(static_cast<int32_t>(plan_paths_.size()));
 
-  // Pass 2: segment layout.
-  int64_t entries = 0, segments = 0, pages = 0;
+  // Pass 2: segment layout. A node continues its parent's segment when both
+  // have the same readers (then every row through the parent reads the node)
+  // and its K/V follows the parent's in the page order (kv_tree.h).
+  const int32_t ps = page_size_;
+  auto continues_parent = [&](const Node& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (node.plan_flat || node.parent == kNone) return false;
+    const Node& parent = nodes_[node.parent];
+    if (parent.plan_epoch != epoch || parent.plan_flat || parent.plan_readers != node.plan_readers) return false;
+    const int64_t end = parent.first_slot + static_cast<int64_t>(parent.tokens.size());
+    if (node.first_slot != end % ps) return false;
+    return node.first_slot == 0 ||
+           (!node.pages.empty() && !parent.pages.empty() && node.pages.front() == parent.pages.back());
+  };
+  std::vector<int32_t>& segment_pages = plan_segment_pages_;  // per segment: its page count
+  segment_pages.clear();
+  int64_t entries = 0, pages = 0;
   for (uint32_t index : plan_order_) {
     Node& node = nodes_[index];
     bool flat = false;
@@ -120,51 +137,70 @@ absl::Status KvTree::BuildPlanLocked(const PlanOptions& options, attention::Atte
       flat = options.flatten(info);
     }
     node.plan_flat = flat;
-    node.plan_entry_base = static_cast<int32_t>(entries);
-    node.plan_segment_base = static_cast<int32_t>(segments);
     node.plan_cursor = 0;
-    const int64_t copies = flat ? node.plan_readers : 1;
+    node.plan_continues = continues_parent(node);
+    if (node.plan_continues) {
+      const Node& parent = nodes_[node.parent];
+      node.plan_segment_base = parent.plan_segment_base;
+      node.plan_entry_base = parent.plan_entry_base;
+      node.plan_offset = parent.plan_offset + static_cast<int32_t>(parent.tokens.size());
+      const int32_t added = static_cast<int32_t>(node.pages.size()) - (node.first_slot != 0 ? 1 : 0);
+      segment_pages[node.plan_segment_base] += added;
+      plan->segment_length[node.plan_segment_base] += static_cast<int32_t>(node.tokens.size());
+      pages += added;
+      continue;
+    }
+    node.plan_offset = 0;
+    node.plan_entry_base = static_cast<int32_t>(entries);
+    node.plan_segment_base = static_cast<int32_t>(segment_pages.size());
+    const int32_t copies = flat ? node.plan_readers : 1;
+    for (int32_t j = 0; j < copies; ++j) {
+      segment_pages.push_back(static_cast<int32_t>(node.pages.size()));
+      plan->segment_first_slot.push_back(node.first_slot);
+      plan->segment_length.push_back(static_cast<int32_t>(node.tokens.size()));
+      plan->segment_entry_indptr.push_back(node.plan_entry_base + (flat ? j + 1 : node.plan_readers));
+      if (segment_nodes != nullptr) segment_nodes->push_back(IdOf(index));
+    }
     entries += node.plan_readers;
-    segments += copies;
-    pages += copies * static_cast<int64_t>(node.pages.size());
-    if (entries > std::numeric_limits<int32_t>::max() ||
-        pages > std::numeric_limits<int32_t>::max()) {
+    pages += int64_t{copies} * static_cast<int64_t>(node.pages.size());
+    if (entries > std::numeric_limits<int32_t>::max() || pages > std::numeric_limits<int32_t>::max()) {
       return absl::ResourceExhaustedError("attention plan exceeds 2^31 entries or pages");
     }
   }
+  const size_t segments = segment_pages.size();
   plan->segment_page_indptr.resize(segments + 1);
+  for (size_t s = 0; s < segments; ++s) {
+    plan->segment_page_indptr[s + 1] = plan->segment_page_indptr[s] + segment_pages[s];
+    segment_pages[s] = plan->segment_page_indptr[s];  // from here on: the segment's write cursor
+  }
   plan->page_indices.resize(pages);
-  plan->segment_first_slot.resize(segments);
-  plan->segment_length.resize(segments);
-  plan->segment_entry_indptr.resize(segments + 1);
   plan->entry_query.resize(entries);
   plan->entry_kv_limit.resize(entries);
-  if (segment_nodes != nullptr) segment_nodes->resize(segments);
-  int32_t s = 0, p = 0;
   for (uint32_t index : plan_order_) {
     const Node& node = nodes_[index];
+    // A continuing node's first page is its parent's last when it starts inside it.
+    const auto first = node.pages.begin() + (node.plan_continues && node.first_slot != 0 ? 1 : 0);
     const int32_t copies = node.plan_flat ? node.plan_readers : 1;
-    for (int32_t j = 0; j < copies; ++j, ++s) {
-      std::copy(node.pages.begin(), node.pages.end(), plan->page_indices.begin() + p);
-      p += static_cast<int32_t>(node.pages.size());
-      plan->segment_page_indptr[s + 1] = p;
-      plan->segment_first_slot[s] = node.first_slot;
-      plan->segment_length[s] = static_cast<int32_t>(node.tokens.size());
-      plan->segment_entry_indptr[s + 1] =
-          node.plan_entry_base + (node.plan_flat ? j + 1 : node.plan_readers);
-      if (segment_nodes != nullptr) (*segment_nodes)[s] = IdOf(index);
+    for (int32_t j = 0; j < copies; ++j) {
+      int32_t& cursor = segment_pages[node.plan_segment_base + j];
+      std::copy(first, node.pages.end(), plan->page_indices.begin() + cursor);
+      cursor += static_cast<int32_t>(node.pages.end() - first);
     }
   }
 
-  // Pass 3: entries, in row order within each node.
+  // Pass 3: entries, in row order within each segment. A node whose child on
+  // the row's path continues its segment writes none: the chain's last node
+  // (the same for every reader) writes the row's one entry of the segment.
   for (size_t r = 0; r < plan_rows_.size(); ++r) {
     const PlanRow& row = plan_rows_[r];
-    for (int32_t i = plan_path_begin_[r]; i < plan_path_begin_[r + 1]; ++i) {
+    const int32_t path_end = plan_path_begin_[r + 1];
+    for (int32_t i = plan_path_begin_[r]; i < path_end; ++i) {
+      if (i + 1 < path_end && nodes_[plan_paths_[i + 1]].plan_continues) continue;
       Node& node = nodes_[plan_paths_[i]];
       const int32_t e = node.plan_entry_base + node.plan_cursor++;
       plan->entry_query[e] = static_cast<int32_t>(r);
       plan->entry_kv_limit[e] =
-          plan_paths_[i] == row.node ? row.limit : static_cast<int32_t>(node.tokens.size());
+          node.plan_offset + (plan_paths_[i] == row.node ? row.limit : static_cast<int32_t>(node.tokens.size()));
     }
   }
   attention::FillQueryEntries(*plan);

@@ -115,20 +115,86 @@ TEST_F(PlanTest, PrefillIsCausalInTheNodeAndFullAbove) {
   BANYAN_ASSERT_OK(tree_->BuildPrefillPlan({PrefillRows{samples_[0], 5}}, {}, &plan, &nodes));
   EXPECT_EQ(plan.Validate(), "");
   ASSERT_EQ(plan.num_queries, 5);
-  ASSERT_EQ(plan.num_segments(), 3);
+  // Every row reads prompt (10), problem (5) and sample (8), whose K/V follow
+  // each other in the pages (each claimed the rest of its parent's last
+  // page): one segment of 23 tokens.
+  ASSERT_EQ(plan.num_segments(), 1);
+  EXPECT_EQ(plan.segment_length[0], 23);
+  EXPECT_EQ(nodes[0], NodeOf(prompt_));
   for (int32_t q = 0; q < 5; ++q) {
-    ASSERT_EQ(plan.query_entry_indptr[q + 1] - plan.query_entry_indptr[q], 3);
-    const int32_t leaf_entry = plan.query_entries[plan.query_entry_indptr[q] + 2];
-    EXPECT_EQ(plan.entry_kv_limit[leaf_entry], 3 + q + 1);  // 3 old tokens, causal
-    EXPECT_EQ(plan.entry_kv_limit[plan.query_entries[plan.query_entry_indptr[q]]], 10);
+    ASSERT_EQ(plan.query_entry_indptr[q + 1] - plan.query_entry_indptr[q], 1);
+    EXPECT_EQ(plan.entry_kv_limit[plan.query_entries[plan.query_entry_indptr[q]]], 10 + 5 + 3 + q + 1);  // causal
   }
-  // New tokens spanning two nodes: the first rows end inside the problem node.
+  // New tokens spanning two nodes: the first row ends inside the problem
+  // node; the second sample copied the problem's last page (the first sample
+  // had claimed its rest), so its node is a segment of its own.
   BANYAN_ASSERT_OK(tree_->BuildPrefillPlan({PrefillRows{samples_[1], 4}}, {}, &plan, &nodes));
   EXPECT_EQ(plan.Validate(), "");
   ASSERT_EQ(plan.num_queries, 4);
-  EXPECT_EQ(plan.query_entry_indptr[1] - plan.query_entry_indptr[0], 2);  // prompt + problem (limit 5)
-  EXPECT_EQ(plan.entry_kv_limit[plan.query_entries[1]], 5);
-  EXPECT_EQ(plan.query_entry_indptr[2] - plan.query_entry_indptr[1], 3);
+  ASSERT_EQ(plan.num_segments(), 2);
+  EXPECT_EQ(plan.segment_length[0], 15);  // prompt + problem
+  EXPECT_EQ(nodes[1], NodeOf(samples_[1]));
+  EXPECT_EQ(plan.query_entry_indptr[1] - plan.query_entry_indptr[0], 1);
+  EXPECT_EQ(plan.entry_kv_limit[plan.query_entries[0]], 15);
+  for (int32_t q = 1; q < 4; ++q) {
+    ASSERT_EQ(plan.query_entry_indptr[q + 1] - plan.query_entry_indptr[q], 2);
+    EXPECT_EQ(plan.entry_kv_limit[plan.query_entries[plan.query_entry_indptr[q]]], 15);
+    EXPECT_EQ(plan.entry_kv_limit[plan.query_entries[plan.query_entry_indptr[q] + 1]], q);
+  }
+}
+
+// Two branches decoding the same tokens in step make one one-token node per
+// step (each step the first extends the shared node by a child, the second
+// follows it). The plan reads each such chain as one segment: its nodes have
+// the same readers and their K/V follow each other in the pages.
+TEST_F(PlanTest, ChainsOfNodesWithTheSameReadersAreOneSegment) {
+  std::vector<Branch> twins;
+  for (int i = 0; i < 2; ++i) {
+    auto b = tree_->Fork(samples_[0]);
+    ASSERT_TRUE(b.ok());
+    twins.push_back(*b);
+  }
+  BANYAN_ASSERT_OK(tree_->Release(samples_[0]));
+  for (int32_t step = 0; step < 9; ++step) {
+    for (const Branch& b : twins) ASSERT_TRUE(tree_->Append(b, {500 + step}).ok());
+  }
+  BANYAN_ASSERT_OK_AND_ASSIGN(NodeInfo leaf, tree_->GetNode(NodeOf(twins[0])));
+  EXPECT_EQ(leaf.length, 1);  // one node per step
+  EXPECT_EQ(leaf.prefix_length, 26);
+  attention::AttentionPlan plan;
+  std::vector<NodeId> nodes;
+  BANYAN_ASSERT_OK(tree_->BuildDecodePlan(twins, {}, &plan, &nodes));
+  EXPECT_EQ(plan.Validate(), "");
+  // prompt (10) + problem (5) + sample (3) + 9 one-token nodes, all read by both rows.
+  ASSERT_EQ(plan.num_segments(), 1);
+  EXPECT_EQ(plan.segment_length[0], 27);
+  EXPECT_EQ(plan.segment_page_indptr[1], (27 + 3) / 4);
+  for (int32_t q = 0; q < 2; ++q) {
+    ASSERT_EQ(plan.query_entry_indptr[q + 1] - plan.query_entry_indptr[q], 1);
+    EXPECT_EQ(plan.entry_kv_limit[plan.query_entries[plan.query_entry_indptr[q]]], 27);
+  }
+  // The pages are the path's, in order.
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<KvSlot> slots, tree_->Slots(twins[0]));
+  ASSERT_EQ(slots.size(), 27u);
+  for (int32_t t = 0; t < 27; ++t) {
+    const int32_t pos = plan.segment_first_slot[0] + t;
+    EXPECT_EQ(plan.page_indices[pos / 4], slots[t].page) << t;
+    EXPECT_EQ(pos % 4, slots[t].slot) << t;
+  }
+  // With another reader of the chain's start (the second sample), the chain
+  // splits where the readers differ; flattening the shared nodes keeps them
+  // out of any chain.
+  std::vector<Branch> three = twins;
+  three.push_back(samples_[1]);
+  BANYAN_ASSERT_OK(tree_->BuildDecodePlan(three, {}, &plan, &nodes));
+  EXPECT_EQ(plan.Validate(), "");
+  EXPECT_EQ(plan.num_segments(), 3);  // prompt + problem (3 readers), the twins' chain, the second sample
+  PlanOptions flat;
+  flat.flatten = [](const NodeShareInfo&) { return true; };
+  BANYAN_ASSERT_OK(tree_->BuildDecodePlan(twins, flat, &plan, &nodes));
+  EXPECT_EQ(plan.Validate(), "");
+  EXPECT_EQ(plan.num_segments(), 2 * (3 + 9));  // one per node and row
+  EXPECT_EQ(plan.num_entries(), plan.num_segments());
 }
 
 TEST_F(PlanTest, Errors) {
