@@ -39,6 +39,8 @@
 //            (TreeAttention::set_spread_light(false))
 //   BANYAN_BENCH_TMA_RINGS=shared|split          kTma's rings forced
 //            (TreeAttention::set_tma_rings; default kAuto by page order)
+//   BANYAN_BENCH_NO_START_OVERLAP=1              kTma launched plainly, not as a
+//            programmatic dependent launch (TreeAttention::set_overlap_start(false))
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -216,6 +218,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (const char* nospread = std::getenv("BANYAN_BENCH_NO_SPREAD"); nospread != nullptr && nospread[0] == '1') {
     (*runner)->set_spread_light(false);  // A/B of TreeAttention::set_spread_light
   }
+  if (const char* plain = std::getenv("BANYAN_BENCH_NO_START_OVERLAP"); plain != nullptr && plain[0] == '1') {
+    (*runner)->set_overlap_start(false);  // A/B of TreeAttention::set_overlap_start
+  }
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -240,7 +245,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   const char* trace_env = std::getenv("BANYAN_BENCH_TRACE");
   if (trace_env != nullptr && trace_env[0] == '1') {
     const int32_t grid = (*runner)->grid_size(), merge_grid = (*runner)->merge_grid_size();
-    constexpr int kItemWords = 16, kMergeWords = 4;  // kernels/params.cuh kTraceItemWords, kTraceMergeWords
+    constexpr int kItemWords = 20, kMergeWords = 4;  // kernels/params.cuh kTraceItemWords, kTraceMergeWords
     auto tbuf = gpu::DeviceBuffer::Allocate(size_t{8} * (grid * kItemWords + merge_grid * kMergeWords));
     BENCH_OK(tbuf.status());
     auto* words = tbuf->As<unsigned long long>();

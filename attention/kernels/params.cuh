@@ -149,11 +149,13 @@ __device__ __forceinline__ void LoadKvTileAnyPage(const TreeParams& p, const int
 // at 4 start, 5 first tile landed, 6 all items done; 7 the SM id; the TMA
 // kernel (no word 1) also 8 scratch (the current item's start), 9 / 10 ns
 // spent in / count of items of more than 64 rows, 11 / 12 the same for the
-// others, 13 / 14 their tiles. Merge CTA m
+// others, 13 / 14 their tiles (items its first consumer warpgroup ran), 16 /
+// 17 ns spent in / count of the items that warpgroup only passed on (split
+// small items of the other warpgroup). Merge CTA m
 // writes trace_merge[m * kTraceMergeWords, ...): 0 start, 1 dependency wait
 // returned, 2 done (globaltimer), 3 done minus wait in cycles. No register
 // stays live for it between records (the words' address is recomputed).
-inline constexpr int kTraceItemWords = 16;
+inline constexpr int kTraceItemWords = 20;
 inline constexpr int kTraceMergeWords = 4;
 __device__ __forceinline__ unsigned long long GlobalTimerNs() {
   unsigned long long t;
@@ -175,19 +177,26 @@ __device__ __forceinline__ void TraceRecord(const TreeParams& p, int gt, int clk
 }
 
 // The TMA kernel's per-item trace, by its first consumer thread (`lead`):
-// ItemTraceBegin at an item's start, ItemTraceEnd at its end (words 8-14).
+// ItemTraceBegin at an item's start, ItemTraceEnd at its end (words 8-14,
+// 16-17; `ran`: its warpgroup ran the item rather than passing it on).
 __device__ __forceinline__ void ItemTraceBegin(const TreeParams& p, bool lead) {
   if (p.trace == nullptr || !lead) return;
   p.trace[int64_t{blockIdx.x} * kTraceItemWords + 8] = GlobalTimerNs();
 }
-__device__ __forceinline__ void ItemTraceEnd(const TreeParams& p, bool lead, bool first, int32_t rows, int tiles) {
+__device__ __forceinline__ void ItemTraceEnd(const TreeParams& p, bool lead, bool first, int32_t rows, int tiles,
+                                             bool ran) {
   if (p.trace == nullptr || !lead) return;
   unsigned long long* w = p.trace + int64_t{blockIdx.x} * kTraceItemWords;
   const unsigned long long now = GlobalTimerNs();
-  const int k = rows > 64 ? 9 : 11;
-  w[k] += now - w[8];
-  w[k + 1] += 1;
-  w[13 + (k - 9) / 2] += static_cast<unsigned long long>(tiles);
+  if (ran) {
+    const int k = rows > 64 ? 9 : 11;
+    w[k] += now - w[8];
+    w[k + 1] += 1;
+    w[13 + (k - 9) / 2] += static_cast<unsigned long long>(tiles);
+  } else {
+    w[16] += now - w[8];
+    w[17] += 1;
+  }
   if (first) w[2] = now;
   w[3] = now;
   w[6] = clock64();

@@ -456,7 +456,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       release(1, prev.index);
     }
     StoreRowPartials<D>(p, it, entry, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
-    ItemTraceEnd(p, ct == 0, i == begin, it.row_count, tiles.count);
+    ItemTraceEnd(p, ct == 0, i == begin, it.row_count, tiles.count, group_active);
   }
 #else
   (void)p;
