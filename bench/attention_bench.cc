@@ -39,6 +39,8 @@
 //            (TreeAttention::set_spread_light(false))
 //   BANYAN_BENCH_TMA_RINGS=shared|split          kTma's rings forced
 //            (TreeAttention::set_tma_rings; default kAuto by page order)
+//   BANYAN_BENCH_MIN_CHUNK=n                     fewest tokens of a split-K chunk
+//            (TreeAttention::set_min_chunk; default kMinChunk)
 //   BANYAN_BENCH_NO_START_OVERLAP=1              kTma launched plainly, not as a
 //            programmatic dependent launch (TreeAttention::set_overlap_start(false))
 #include <algorithm>
@@ -217,6 +219,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   }
   if (const char* nospread = std::getenv("BANYAN_BENCH_NO_SPREAD"); nospread != nullptr && nospread[0] == '1') {
     (*runner)->set_spread_light(false);  // A/B of TreeAttention::set_spread_light
+  }
+  if (const char* chunk = std::getenv("BANYAN_BENCH_MIN_CHUNK"); chunk != nullptr) {  // A/B of set_min_chunk
+    (*runner)->set_min_chunk(std::atoi(chunk));
   }
   if (const char* plain = std::getenv("BANYAN_BENCH_NO_START_OVERLAP"); plain != nullptr && plain[0] == '1') {
     (*runner)->set_overlap_start(false);  // A/B of TreeAttention::set_overlap_start
