@@ -24,6 +24,35 @@
 namespace banyan {
 namespace {
 
+// Per iteration: the prompt forked into `branches` branches (with
+// distinct_paths, each given two tokens of its own: branches with equal tokens
+// would share tree nodes, one per token, kv_tree.h), then one GenerateMany;
+// counters step_ms (wall per decode step), forward_ms, rows.
+void TimeDecodeSteps(benchmark::State& state, Engine& engine, const std::vector<int32_t>& prompt, int32_t branches,
+                     const GenerateOptions& gen, bool distinct_paths) {
+  double step_ms = 0, forward_ms = 0;
+  for (auto _ : state) {
+    BranchId root = engine.NewBranch(Prompt::Tokens(prompt)).value();
+    std::vector<BranchId> kids = engine.Fork(root, branches).value();
+    for (int32_t i = 0; distinct_paths && i < branches; ++i) {
+      (void)engine.Append(kids[i], Prompt::Tokens({i % 250, i / 250}));
+    }
+    const EngineStats before = engine.Stats();
+    const absl::Time t0 = absl::Now();
+    for (auto& r : engine.GenerateMany(kids, gen)) benchmark::DoNotOptimize(r.ok());
+    const double wall = absl::ToDoubleSeconds(absl::Now() - t0);
+    const EngineStats after = engine.Stats();
+    const double steps = static_cast<double>(after.decode_steps - before.decode_steps);
+    step_ms = 1e3 * wall / steps;
+    forward_ms = 1e3 * (after.decode_seconds - before.decode_seconds) / steps;
+    state.counters["rows"] = static_cast<double>(after.max_rows_in_step);
+    for (BranchId k : kids) (void)engine.Release(k);
+    (void)engine.Release(root);
+  }
+  state.counters["step_ms"] = step_ms;
+  state.counters["forward_ms"] = forward_ms;
+}
+
 void BM_EngineHostStep(benchmark::State& state) {
   const int32_t branches = static_cast<int32_t>(state.range(0));
   const int32_t prefix = static_cast<int32_t>(state.range(1));
@@ -44,24 +73,7 @@ void BM_EngineHostStep(benchmark::State& state) {
   gen.sampling.seed = 3;
   gen.max_tokens = 32;
   gen.ignore_eos = true;
-  double step_ms = 0, forward_ms = 0;
-  for (auto _ : state) {
-    BranchId root = engine->NewBranch(Prompt::Tokens(prompt)).value();
-    std::vector<BranchId> kids = engine->Fork(root, branches).value();
-    const EngineStats before = engine->Stats();
-    const absl::Time t0 = absl::Now();
-    for (auto& r : engine->GenerateMany(kids, gen)) benchmark::DoNotOptimize(r.ok());
-    const double wall = absl::ToDoubleSeconds(absl::Now() - t0);
-    const EngineStats after = engine->Stats();
-    const double steps = static_cast<double>(after.decode_steps - before.decode_steps);
-    step_ms = 1e3 * wall / steps;
-    forward_ms = 1e3 * (after.decode_seconds - before.decode_seconds) / steps;
-    state.counters["rows"] = static_cast<double>(after.max_rows_in_step);
-    for (BranchId k : kids) (void)engine->Release(k);
-    (void)engine->Release(root);
-  }
-  state.counters["step_ms"] = step_ms;
-  state.counters["forward_ms"] = forward_ms;
+  TimeDecodeSteps(state, *engine, prompt, branches, gen, /*distinct_paths=*/false);
 }
 
 // A backend with the counting model's config whose passes cost nothing but the
@@ -124,26 +136,7 @@ void BM_EngineHostGreedyStep(benchmark::State& state) {
   gen.sampling.temperature = 0.0f;
   gen.max_tokens = 128;
   gen.ignore_eos = true;
-  double step_ms = 0, forward_ms = 0;
-  for (auto _ : state) {
-    BranchId root = engine->NewBranch(Prompt::Tokens(prompt)).value();
-    std::vector<BranchId> kids = engine->Fork(root, branches).value();
-    // Distinct paths: branches with equal tokens would share tree nodes, one per token (kv_tree.h).
-    for (int32_t i = 0; i < branches; ++i) (void)engine->Append(kids[i], Prompt::Tokens({i % 250, i / 250}));
-    const EngineStats before = engine->Stats();
-    const absl::Time t0 = absl::Now();
-    for (auto& r : engine->GenerateMany(kids, gen)) benchmark::DoNotOptimize(r.ok());
-    const double wall = absl::ToDoubleSeconds(absl::Now() - t0);
-    const EngineStats after = engine->Stats();
-    const double steps = static_cast<double>(after.decode_steps - before.decode_steps);
-    step_ms = 1e3 * wall / steps;
-    forward_ms = 1e3 * (after.decode_seconds - before.decode_seconds) / steps;
-    state.counters["rows"] = static_cast<double>(after.max_rows_in_step);
-    for (BranchId k : kids) (void)engine->Release(k);
-    (void)engine->Release(root);
-  }
-  state.counters["step_ms"] = step_ms;
-  state.counters["forward_ms"] = forward_ms;
+  TimeDecodeSteps(state, *engine, prompt, branches, gen, /*distinct_paths=*/true);
 }
 
 BENCHMARK(BM_EngineHostGreedyStep)->ArgNames({"branches", "prefix"})->Args({256, 2048})->Args({1024, 2048})
