@@ -227,7 +227,8 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     device.min_chunk = min_chunk_;
     const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
                           static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows,
-                          variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0, spread_light_};
+                          variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0, spread_light_,
+                          variant_ == KernelVariant::kTma ? light_ctas_ : 0};
     planner_.Plan(*args.plan, shape, device, path);
     grid_ = device.num_ctas();
     return absl::OkStatus();
@@ -315,6 +316,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.chain_items = chain_items_ ? 1 : 0;
   p.use_head = use_head_ ? 1 : 0;
   p.run_groups = 1;  // groups exist only in plans made for kNarrow with group_items (Prepare)
+  p.light_cta_begin = work().light_cta_begin;
   p.trace = trace_items_;
   p.trace_merge = trace_merge_;
   p.kv_pool = args.kv_pool;

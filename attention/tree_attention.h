@@ -159,6 +159,15 @@ class TreeAttention {
   // (WorkShape::spread_light) instead of all at its end. Takes effect at the
   // next Prepare.
   void set_spread_light(bool spread) { spread_light_ = spread; }
+  // kTma at head_dim 64 only: how many of the grid's CTAs run the light items
+  // (a few rows of one entry, e.g. leaves' own suffixes: WorkShape::light_ctas,
+  // work_plan.h) on SMs of their own, one item per warp (kernels/light.cuh),
+  // beside the heavy CTAs' tensor-core work. -1 (default): the cost model's
+  // count (0 where splitting does not pay; H100: the engine's 256 x 2K decode
+  // step splits, 13% faster, bench/RESULTS.md session 8); 0: none; n: n (at
+  // most all but one CTA, and none for a plan without heavy items). Takes
+  // effect at the next Prepare.
+  void set_light_ctas(int32_t n) { light_ctas_ = n; }
   // Benchmarks only: device buffers that the next Runs fill with timestamps
   // (kernels/params.cuh kTraceItemWords per item CTA, grid_size() CTAs;
   // kTraceMergeWords per merge CTA, merge_grid_size() CTAs); nullptr: none.
@@ -223,6 +232,7 @@ class TreeAttention {
   bool group_items_ = true;
   bool use_head_ = true;
   bool spread_light_ = true;
+  int32_t light_ctas_ = -1;
   unsigned long long* trace_items_ = nullptr;
   unsigned long long* trace_merge_ = nullptr;
   bool pdl_supported_ = false;  // compute capability >= 9.0

@@ -88,15 +88,20 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     // persistent kernel by the CTA of a row's last item (fused), a plain
     // second launch with every item draining its own KV pipeline (unchained).
     // kNarrow runs small items in groups and each CTA's first item from its
-    // head by default; nohead-nogroup turns both off.
+    // head by default; nohead-nogroup turns both off. kTma at head dim 64 gives
+    // light items CTAs of their own where the model says so; tma-light8 always
+    // (8 CTAs, where a plan has light and heavy items), tma-nolight never.
     struct Config {
       const char* name;
       KernelVariant variant;
       bool fused, overlap, chain, grid;
       bool head = true, group = true;
+      int32_t light_ctas = -1;
     };
     for (const Config& config :
          {Config{"auto", KernelVariant::kAuto, false, true, true, false},
+          Config{"tma-light8", KernelVariant::kTma, false, true, true, false, true, true, 8},
+          Config{"tma-nolight", KernelVariant::kTma, false, true, true, false, true, true, 0},
           Config{"auto-onelaunch", KernelVariant::kAuto, false, false, true, true},
           Config{"narrow", KernelVariant::kNarrow, false, true, true, false},
           Config{"narrow-onelaunch", KernelVariant::kNarrow, false, false, true, true},
@@ -104,12 +109,14 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
           Config{"narrow-plain-unchained", KernelVariant::kNarrow, false, false, false, false},
           Config{"narrow-nohead-nogroup", KernelVariant::kNarrow, false, true, true, false, false, false}}) {
       if (!ConfigSelected(config.name)) continue;
+      if (config.variant == KernelVariant::kTma && !runner->wgmma_available()) continue;
       const char* merge = config.name;
       runner->set_variant(config.variant);
       runner->set_chain_items(config.chain);
       runner->set_grid_merge(config.grid);
       runner->set_cta_head(config.head);
       runner->set_group_items(config.group);
+      runner->set_light_ctas(config.light_ctas);
       BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, d.out.data(), c.out_dtype, d.lse.As<float>());
@@ -129,9 +136,9 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
           RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
       int32_t grouped = 0;
       for (const WorkItem& it : runner->work_plan().items) grouped += it.group;
-      std::printf("[ case ] %s rows %d entries %d items %zu grouped %d rel_err %.3g lse_rel_err %.3g\n", merge,
-                  tree.plan.num_queries, tree.plan.num_entries(), runner->work_plan().items.size(), grouped, err,
-                  lse_err);
+      std::printf("[ case ] %s rows %d entries %d items %zu grouped %d light_ctas %d rel_err %.3g lse_rel_err %.3g\n",
+                  merge, tree.plan.num_queries, tree.plan.num_entries(), runner->work_plan().items.size(), grouped,
+                  runner->grid_size() - runner->work_plan().light_cta_begin, err, lse_err);
       EXPECT_LT(err, wide ? 1e-4 : 1e-2) << "rows " << tree.plan.num_queries;
       EXPECT_LT(lse_err, wide ? 1e-5 : 2e-3);
     }

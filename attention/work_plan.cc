@@ -124,6 +124,41 @@ void SpreadLightUnits(const int32_t* units, int32_t count, const std::vector<Pen
   order->insert(order->end(), heavy->begin() + 1, heavy->end());
 }
 
+// What a plan's segments add up to for the light-CTA split: heavy tiles and
+// items, light items, their KV bytes and their chains on a light warp.
+struct LightLoad {
+  double heavy_tiles = 0.0, heavy_items = 0.0;
+  double light_items = 0.0, light_bytes = 0.0, light_chains = 0.0;
+};
+
+// How many of `ctas` CTAs take the light items (WorkShape::light_ctas): the
+// forced count, or the model's (DeviceModel's TMA kernel rates): the count
+// whose slower side ends first, the heavy side's tiles and items over its
+// CTAs, the light side bound by bytes at light_warp_bytes_per_us per warp or
+// by its items' chains over LightCtaWarps warps per CTA; none unless that
+// beats the unsplit kernel (everything spread over every CTA) by
+// light_min_gain, and none without heavy work (light items alone run better
+// on every CTA's rings).
+int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const DeviceModel& device, int32_t ctas) {
+  if (load.light_items == 0.0 || load.heavy_tiles == 0.0 || ctas < 2) return 0;
+  if (shape.light_ctas > 0) return std::min(shape.light_ctas, ctas - 1);
+  const double warps = LightCtaWarps(shape.head_dim);
+  const double heavy = load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us;
+  const double unsplit = (heavy + load.light_items * device.tma_light_item_us) / ctas + device.tma_start_us;
+  int32_t best = 0;
+  double best_us = unsplit / device.light_min_gain;
+  for (int32_t k = 1; k < ctas; ++k) {
+    const double light_us =
+        std::max(load.light_bytes / (k * warps * device.light_warp_bytes_per_us), load.light_chains / (k * warps));
+    const double us = std::max(heavy / (ctas - k), light_us) + device.tma_start_us;
+    if (us < best_us) {
+      best_us = us;
+      best = k;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 double ItemCostUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& shape, const DeviceModel& device) {
@@ -159,6 +194,7 @@ struct WorkPlanner::Scratch {
   std::vector<int32_t> fill;
   std::vector<int32_t> heavy, light, order;
   std::vector<int32_t> entry_delta;
+  std::vector<char> light_segment;
 };
 
 WorkPlanner::WorkPlanner() : scratch_(std::make_unique<Scratch>()) {}
@@ -206,7 +242,12 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   mode.assign(segments, Mode::kShared);
   std::vector<double>& per_token_cost = x.per_token_cost;  // all of the segment's row blocks, per token
   per_token_cost.assign(segments, 0.0);
-  double total = 0.0;
+  // Light segments: one entry's heads in blocks of at most kLightItemRows
+  // rows (their items are light items, IsLightItem).
+  std::vector<char>& light_segment = x.light_segment;
+  light_segment.assign(segments, 0);
+  LightLoad load;
+  double heavy_cost = 0.0, light_cost = 0.0;  // the model's, of each kind of segment
   for (int32_t s = 0; s < segments; ++s) {
     const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
     const int32_t length = plan.segment_length[s];
@@ -226,12 +267,35 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     mode[s] = shared ? Mode::kShared : alone;
     const double chosen = shared ? batched : flat;
     per_token_cost[s] = chosen / length;
-    total += chosen;
     (shared ? out.batched_segments : out.flattened_segments)++;
+    light_segment[s] = mode[s] != Mode::kSimt && group <= kLightItemRows && (!shared || entries == 1);
+    int32_t blocks = 0;
+    ForEachRowBlock(mode[s], entries, group, shape.tile_rows, [&](const RowBlock&) { ++blocks; });
+    (light_segment[s] ? light_cost : heavy_cost) += chosen;
+    if (!light_segment[s]) {
+      load.heavy_tiles += static_cast<double>(blocks) * shape.num_kv_heads * CeilDiv(length, kKvTile);
+      load.heavy_items += static_cast<double>(blocks) * shape.num_kv_heads * CeilDiv(length, 1024);
+      continue;
+    }
+    for (int32_t e = plan.segment_entry_indptr[s]; e < plan.segment_entry_indptr[s + 1]; ++e) {
+      const int32_t seen = plan.entry_kv_limit[e];
+      load.light_items += shape.num_kv_heads;
+      load.light_bytes += 2.0 * seen * shape.head_dim * shape.kv_dtype_bytes * shape.num_kv_heads;
+      load.light_chains += (device.light_item_us + device.light_tile_us * CeilDiv(seen, kKvTile)) * shape.num_kv_heads;
+    }
   }
-  // 2. Chunks: every item costs about total / (2 x CTAs), chunks of whole KV tiles.
+  // 1b. Light CTAs (WorkShape::light_ctas): the last `light` CTAs take the
+  //     light items, the others the rest.
   const int32_t ctas = device.num_ctas();
-  const double target = std::max(total / (2.0 * ctas), 1e-9);
+  const int32_t light =
+      shape.light_ctas != 0 && shape.head_dim == kLightHeadDim ? LightCtaCount(load, shape, device, ctas) : 0;
+  out.light_cta_begin = ctas - light;
+  // 2. Chunks: every item costs about total / (2 x CTAs), chunks of whole KV
+  //    tiles; with light CTAs, light segments' items about their total / (2 x
+  //    light CTAs), the others' their total / (2 x the other CTAs).
+  const double target = std::max((heavy_cost + light_cost) / (2.0 * ctas), 1e-9);
+  const double heavy_target = light > 0 ? std::max(heavy_cost / (2.0 * (ctas - light)), 1e-9) : target;
+  const double light_target = light > 0 ? std::max(light_cost / (2.0 * light), 1e-9) : target;
   out.entry_partial_base.assign(plan.num_entries(), 0);
   out.entry_num_chunks.assign(plan.num_entries(), 0);
   out.entry_segment.assign(plan.num_entries(), 0);
@@ -253,7 +317,8 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     blocks.clear();
     ForEachRowBlock(mode[s], entries, group, shape.tile_rows, [&](const RowBlock& b) { blocks.push_back(b); });
     const double block_cost = per_token_cost[s] * length / (blocks.size() * shape.num_kv_heads);
-    const int32_t wanted = std::max(1, static_cast<int32_t>(std::ceil(block_cost / target)));
+    const double seg_target = light_segment[s] ? light_target : heavy_target;
+    const int32_t wanted = std::max(1, static_cast<int32_t>(std::ceil(block_cost / seg_target)));
     const int32_t min_chunk = std::max(kKvTile, CeilDiv(device.min_chunk, kKvTile) * kKvTile);
     const int32_t len = std::max(min_chunk, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
     const int32_t chunks = CeilDiv(length, len);
@@ -335,15 +400,19 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     pending.push_back(unit);
   }
   // 4. Longest processing time first onto the least loaded CTA. Ties keep the
-  //    emission order, so equal tiles of one KV chunk run side by side (L2 reuse).
+  //    emission order, so equal tiles of one KV chunk run side by side (L2
+  //    reuse). With light CTAs, light units onto the last `light` CTAs and
+  //    the others onto the rest.
   std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.cost > b.cost; });
   std::vector<int32_t>& cta_of = x.cta_of;
   cta_of.resize(pending.size());
   std::vector<int32_t>& cta_units_indptr = x.cta_units_indptr;
   cta_units_indptr.assign(static_cast<size_t>(ctas) + 1, 0);
-  LeastLoaded loads(ctas);
+  LeastLoaded heavy_loads(std::max(1, ctas - light)), light_loads(std::max(1, light));
   for (size_t u = 0; u < pending.size(); ++u) {
-    cta_of[u] = loads.least();
+    const bool is_light = light > 0 && pending[u].count == 1 && IsLightItem(emitted[pending[u].items[0]], group);
+    LeastLoaded& loads = is_light ? light_loads : heavy_loads;
+    cta_of[u] = loads.least() + (is_light ? ctas - light : 0);
     ++cta_units_indptr[cta_of[u] + 1];
     out.estimated_us = std::max(out.estimated_us, loads.AddToLeast(pending[u].cost));
   }

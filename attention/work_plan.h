@@ -112,11 +112,38 @@ struct DeviceModel {
   double simt_flops_per_us = 25e6;  // fp32 FMA path incl. conversions
   double item_overhead_us = 1.5;    // start-up, partial write, pipeline fill
   int32_t min_chunk = kMinChunk;    // fewest tokens of a split-K chunk (rounded up to kKvTile)
+  // The light-CTA split (WorkShape::light_ctas) is judged with the TMA
+  // kernel's own rates (H100, bench/RESULTS.md session 8): a heavy CTA runs a
+  // 128-row x 64-token tile in tma_tile_us, a light item among heavy ones in
+  // tma_light_item_us; a light CTA's warp reads KV at light_warp_bytes_per_us
+  // and keeps an item for light_item_us + light_tile_us per 64-token tile;
+  // every CTA starts its first item after about tma_start_us. The split must
+  // beat the unsplit kernel by the factor light_min_gain.
+  double tma_tile_us = 1.05;
+  double tma_light_item_us = 1.2;
+  double tma_start_us = 8.0;
+  double light_warp_bytes_per_us = 3.3e3;
+  double light_item_us = 2.5;
+  double light_tile_us = 2.5;
+  double light_min_gain = 1.15;
   int32_t num_ctas() const { return num_sms * ctas_per_sm; }
 };
 
 // Rows of a light item (WorkShape::spread_light).
 inline constexpr int32_t kLightRows = 32;
+
+// A light CTA's items (WorkShape::light_ctas): batched items of at most
+// kLightItemRows rows, all of one entry (a leaf's own suffix: its query heads
+// of one KV group). Such an item reads its KV for a few rows only, so it is
+// bound by memory and by its own latency chain, not by the tensor cores.
+// Light CTAs exist for head_dim kLightHeadDim only: at 128 a light warp's
+// stage is 34 KB (six warps per CTA) and its tile spills registers; the H100
+// measured them slower than the unsplit kernel at every shape tried.
+inline constexpr int32_t kLightItemRows = 16;
+inline constexpr int32_t kLightHeadDim = 64;
+// Warps of a light CTA that each run one light item at a time (kernels/light.cuh:
+// one 64-token K and V stage each, within the TMA kernel's shared memory).
+inline constexpr int32_t LightCtaWarps(int32_t head_dim) { return head_dim <= 64 ? 12 : 6; }
 
 struct WorkShape {
   int32_t num_q_heads = 0;
@@ -135,8 +162,24 @@ struct WorkShape {
   // all running after them, at the same time on every CTA, as one HBM-bound
   // burst.
   bool spread_light = true;
+  // Light CTAs: light items (kLightItemRows) go to CTAs of their own, the
+  // last light_ctas CTAs of the grid (WorkPlan::light_cta_begin), and every
+  // other item to the rest, so that the memory-bound light items run beside
+  // the tensor-core-bound heavy ones on other SMs instead of between them.
+  // 0: none (every CTA takes any item); -1: the model picks the count that
+  // evens out the two sides' times (work_plan.cc LightCtaCount); n > 0: n.
+  // Never all CTAs: a plan of light items only is not split.
+  // Only for a kernel that runs such CTAs (the TMA kernel), without
+  // group_small, and for head_dim kLightHeadDim.
+  int32_t light_ctas = 0;
   int32_t group() const { return num_q_heads / num_kv_heads; }
 };
+
+// Whether `it` is a light item (kLightItemRows) for a KV group of `group` heads.
+inline bool IsLightItem(const WorkItem& it, int32_t group) {
+  return it.kind == static_cast<int32_t>(ItemKind::kBatched) && it.row_count <= kLightItemRows &&
+         it.row_begin % group + it.row_count <= group;
+}
 
 struct WorkPlan {
   std::vector<WorkItem> items;          // grouped by CTA
@@ -162,6 +205,9 @@ struct WorkPlan {
   // persistent kernel can merge every row itself (else a merge launch runs).
   std::vector<int32_t> query_items;
   bool fused_merge = false;
+  // CTAs [light_cta_begin, num_ctas) hold the light items, the others every
+  // other item (WorkShape::light_ctas); num_ctas when there are no light CTAs.
+  int32_t light_cta_begin = 0;
   int32_t num_partials = 0;
   int32_t batched_segments = 0;
   int32_t flattened_segments = 0;

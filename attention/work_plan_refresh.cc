@@ -12,13 +12,17 @@ namespace {
 bool SameShape(const WorkShape& a, const WorkShape& b) {
   return a.num_q_heads == b.num_q_heads && a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim &&
          a.kv_dtype_bytes == b.kv_dtype_bytes && a.tile_rows == b.tile_rows && a.group_small == b.group_small &&
-         a.spread_light == b.spread_light;
+         a.spread_light == b.spread_light && a.light_ctas == b.light_ctas;
 }
 
 bool SameDevice(const DeviceModel& a, const DeviceModel& b) {
   return a.num_sms == b.num_sms && a.ctas_per_sm == b.ctas_per_sm && a.hbm_bytes_per_us == b.hbm_bytes_per_us &&
          a.mma_flops_per_us == b.mma_flops_per_us && a.simt_flops_per_us == b.simt_flops_per_us &&
-         a.item_overhead_us == b.item_overhead_us && a.min_chunk == b.min_chunk;
+         a.item_overhead_us == b.item_overhead_us && a.min_chunk == b.min_chunk &&
+         a.tma_tile_us == b.tma_tile_us && a.tma_light_item_us == b.tma_light_item_us &&
+         a.tma_start_us == b.tma_start_us && a.light_warp_bytes_per_us == b.light_warp_bytes_per_us &&
+         a.light_item_us == b.light_item_us && a.light_tile_us == b.light_tile_us &&
+         a.light_min_gain == b.light_min_gain;
 }
 
 }  // namespace

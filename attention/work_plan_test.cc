@@ -73,6 +73,7 @@ struct Case {
   int32_t ctas_per_sm;
   int32_t tile_rows = kTileRows;
   int32_t group_small = 0;
+  int32_t light_ctas = 0;  // WorkShape::light_ctas
 };
 
 // Every property of a work plan for `tree` (problem `p`, `device`, case `c`'s
@@ -165,6 +166,30 @@ void ExpectValidWorkPlan(const Case& c, const testing::TreePlan& tree, const tes
       ASSERT_EQ(it.kind, 0);
     }
   }
+  // Light CTAs: the last CTAs hold the light items and nothing else, the
+  // others none of them; a forced count is kept where both kinds exist.
+  const int32_t ctas = device.num_ctas();
+  ASSERT_GE(wp.light_cta_begin, 0);
+  ASSERT_LE(wp.light_cta_begin, ctas);
+  if (c.light_ctas == 0) {
+    EXPECT_EQ(wp.light_cta_begin, ctas);
+  }
+  bool any_light = false, any_heavy = false;
+  for (const WorkItem& it : wp.items) (IsLightItem(it, c.q_heads / c.kv_heads) ? any_light : any_heavy) = true;
+  if (wp.light_cta_begin < ctas) {
+    EXPECT_TRUE(any_light);
+    for (int32_t cta = 0; cta < ctas; ++cta) {
+      for (int32_t i = wp.cta_item_indptr[cta]; i < wp.cta_item_indptr[cta + 1]; ++i) {
+        EXPECT_EQ(IsLightItem(wp.items[i], c.q_heads / c.kv_heads), cta >= wp.light_cta_begin) << "cta " << cta;
+      }
+    }
+  }
+  if (!any_heavy) {
+    EXPECT_EQ(wp.light_cta_begin, ctas) << "light items alone are not split";
+  }
+  if (c.light_ctas > 0 && any_light && any_heavy) {
+    EXPECT_EQ(ctas - wp.light_cta_begin, std::min(c.light_ctas, ctas - 1));
+  }
   // Each row's partial slots are one contiguous range (what the merge reads),
   // rows in order; the items repeat their segment's plan arrays; kv_end never
   // passes the largest limit of the item's rows.
@@ -230,8 +255,8 @@ TEST_P(WorkPlanTest, ItemsCoverThePlanAndMergeToTheReference) {
   DeviceModel device;
   device.num_sms = 4;  // small device: forces chunking
   device.ctas_per_sm = c.ctas_per_sm;
-  const WorkPlan wp =
-      BuildWorkPlan(tree.plan, {c.q_heads, c.kv_heads, 64, 2, c.tile_rows, c.group_small}, device, c.choice);
+  const WorkPlan wp = BuildWorkPlan(
+      tree.plan, {c.q_heads, c.kv_heads, 64, 2, c.tile_rows, c.group_small, true, c.light_ctas}, device, c.choice);
   ExpectValidWorkPlan(c, tree, p, device, wp);
 }
 
@@ -249,7 +274,15 @@ INSTANTIATE_TEST_SUITE_P(Plans, WorkPlanTest,
                                            Case{2, 20, 2, 8, true, PathChoice::kBatched, 1, 256},
                                            Case{2, 40, 2, 8, false, PathChoice::kAuto, 2, kTileRows, 4},
                                            Case{3, 60, 4, 16, false, PathChoice::kBatched, 1, kTileRows, 4},
-                                           Case{3, 50, 2, 8, false, PathChoice::kPerSequence, 2, kTileRows, 3}));
+                                           Case{3, 50, 2, 8, false, PathChoice::kPerSequence, 2, kTileRows, 3},
+                                           // Light CTAs: by the model (-1) or forced.
+                                           Case{2, 40, 2, 8, false, PathChoice::kAuto, 1, kTileRows, 0, -1},
+                                           Case{3, 60, 1, 8, false, PathChoice::kAuto, 2, kTileRows, 0, 3},
+                                           Case{4, 25, 2, 2, false, PathChoice::kBatched, 1, kTileRows, 0, 2},
+                                           Case{2, 3, 1, 40, false, PathChoice::kAuto, 2, kTileRows, 0, 2},
+                                           Case{3, 4, 2, 8, true, PathChoice::kAuto, 2, kTileRows, 0, 1},
+                                           Case{3, 50, 2, 8, false, PathChoice::kPerSequence, 2, kTileRows, 0, 5},
+                                           Case{1, 1, 1, 8, false, PathChoice::kAuto, 1, kTileRows, 0, 4}));
 
 // Many 4-row, one-tile suffix items (h32/8-like, 256 leaves: 2048 >=
 // kGroupMinPerCta per CTA): grouped by four, every small item in exactly one
@@ -365,6 +398,7 @@ void ExpectSamePlan(const WorkPlan& a, const WorkPlan& b) {
   EXPECT_EQ(a.row_slot_indptr, b.row_slot_indptr);
   EXPECT_EQ(a.query_items, b.query_items);
   EXPECT_EQ(a.fused_merge, b.fused_merge);
+  EXPECT_EQ(a.light_cta_begin, b.light_cta_begin);
   EXPECT_EQ(a.num_partials, b.num_partials);
   EXPECT_EQ(a.batched_segments, b.batched_segments);
   EXPECT_EQ(a.flattened_segments, b.flattened_segments);
@@ -425,14 +459,15 @@ TEST(WorkPlannerTest, RefreshedPlansCoverEachStepsTree) {
   for (const Case& c : {Case{3, 24, 2, 8, false, PathChoice::kAuto, 1},
                         Case{2, 16, 1, 4, false, PathChoice::kFlattened, 2},
                         Case{2, 12, 2, 8, false, PathChoice::kPerSequence, 1},
-                        Case{3, 24, 1, 8, false, PathChoice::kBatched, 1, 256}}) {
+                        Case{3, 24, 1, 8, false, PathChoice::kBatched, 1, 256},
+                        Case{3, 24, 2, 8, false, PathChoice::kAuto, 1, kTileRows, 0, -1}}) {
     SCOPED_TRACE(::testing::Message() << "levels " << c.levels << " leaves " << c.leaves);
     Rng rng(c.leaves * 7 + c.levels);
     std::vector<testing::TreeNode> nodes = c.levels == 3 ? testing::UniformTree({1, 4, c.leaves / 4}, {400, 70, 1})
                                                          : testing::UniformTree({1, c.leaves}, {500, 1});
     const std::vector<int32_t> leaves = LeavesOf(nodes);
     for (int32_t leaf : leaves) nodes[leaf].length = 1 + static_cast<int32_t>(rng.UniformInt(60));
-    const WorkShape shape{c.q_heads, c.kv_heads, 64, 2, c.tile_rows, c.group_small};
+    const WorkShape shape{c.q_heads, c.kv_heads, 64, 2, c.tile_rows, c.group_small, true, c.light_ctas};
     DeviceModel device;
     device.num_sms = 4;  // small device: forces chunking
     device.ctas_per_sm = c.ctas_per_sm;
@@ -486,6 +521,41 @@ TEST(WorkPlannerTest, OtherTopologiesAreBuilt) {
   EXPECT_TRUE(planner.plan().items.empty());
   planner.Plan(tree.plan, {16, 2, 64, 2}, device, PathChoice::kBatched);
   EXPECT_FALSE(planner.last_refreshed());
+}
+
+// The engine's decode shape (256 leaves, h32/8, D 64, 2,048 shared tokens,
+// 64-token suffixes: 2,048 light items): the model gives the light items CTAs
+// of their own, fewer than half of the grid (the H100 measured 32-48 best);
+// with no heavy items (one 16,384-token sequence: all light) or light_ctas 0
+// there are none.
+TEST(WorkPlanLightTest, LightItemsGetCtasOfTheirOwnWhereThatPays) {
+  const DeviceModel device;
+  Rng rng(2);
+  const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, 256}, {2048, 64}), {}, rng);
+  WorkShape shape{32, 8, 64, 2};
+  const WorkPlan plain = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+  EXPECT_EQ(plain.light_cta_begin, device.num_ctas());
+  shape.light_ctas = -1;
+  const WorkPlan split = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+  const int32_t light = device.num_ctas() - split.light_cta_begin;
+  EXPECT_GT(light, 0);
+  EXPECT_LT(light, device.num_ctas() / 2);
+  int32_t light_items = 0;
+  for (const WorkItem& it : split.items) light_items += IsLightItem(it, 4);
+  EXPECT_EQ(light_items, 256 * 8);
+  EXPECT_EQ(split.cta_item_indptr[device.num_ctas()] - split.cta_item_indptr[split.light_cta_begin], light_items);
+  const testing::TreePlan one = testing::BuildTreePlan(testing::UniformTree({1}, {16384}), {}, rng);
+  EXPECT_EQ(BuildWorkPlan(one.plan, shape, device, PathChoice::kAuto).light_cta_begin, device.num_ctas());
+  // Head dim 128 (kLightHeadDim is 64): none, even when forced.
+  shape.head_dim = 128;
+  EXPECT_EQ(BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto).light_cta_begin, device.num_ctas());
+  shape.light_ctas = 8;
+  EXPECT_EQ(BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto).light_cta_begin, device.num_ctas());
+  // 1,024 leaves over 16,384 shared tokens: the heavy side dominates; the
+  // model keeps the unsplit kernel (measured faster there).
+  const testing::TreePlan big = testing::BuildTreePlan(testing::UniformTree({1, 1024}, {16384, 64}), {}, rng);
+  EXPECT_EQ(BuildWorkPlan(big.plan, {32, 8, 64, 2, kTileRows, 0, true, -1}, device, PathChoice::kAuto).light_cta_begin,
+            device.num_ctas());
 }
 
 TEST(WorkPlanCostTest, BatchingWinsWhenManyRowsShareKv) {

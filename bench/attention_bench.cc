@@ -43,6 +43,8 @@
 //            (TreeAttention::set_min_chunk; default kMinChunk)
 //   BANYAN_BENCH_NO_START_OVERLAP=1              kTma launched plainly, not as a
 //            programmatic dependent launch (TreeAttention::set_overlap_start(false))
+//   BANYAN_BENCH_LIGHT_CTAS=n                    kTma's light CTAs: n (0: none; -1: the
+//            cost model's count, the default) (TreeAttention::set_light_ctas)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -226,6 +228,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (const char* plain = std::getenv("BANYAN_BENCH_NO_START_OVERLAP"); plain != nullptr && plain[0] == '1') {
     (*runner)->set_overlap_start(false);  // A/B of TreeAttention::set_overlap_start
   }
+  if (const char* light = std::getenv("BANYAN_BENCH_LIGHT_CTAS"); light != nullptr) {  // A/B of set_light_ctas
+    (*runner)->set_light_ctas(std::atoi(light));
+  }
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
@@ -336,6 +341,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   state.counters["x_floor"] = median / floor_us;
   state.counters["items"] = static_cast<double>((*runner)->work_plan().items.size());
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
+  state.counters["light_ctas"] = (*runner)->grid_size() - (*runner)->work_plan().light_cta_begin;
   Row& row = Results()[shape.name];
   row.floor = floor_us;
   row.*v.cell = median;

@@ -38,6 +38,7 @@ struct TreeParams {
   int32_t chain_items;                  // 1: consecutive batched items share one KV pipeline (tree.cuh)
   int32_t use_head;                     // 1: the mma.sync kernel's first item reads page ids and q rows from its head
   int32_t run_groups;                   // 1: the mma.sync kernel runs WorkItem::group groups at once
+  int32_t light_cta_begin;              // the TMA kernel's CTAs from here on are light CTAs (light.cuh)
   // Optional timestamps (bench only; nullptr: none): per item-kernel CTA
   // kTraceItemWords words, per merge CTA kTraceMergeWords (below).
   unsigned long long* trace;

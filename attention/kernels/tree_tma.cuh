@@ -21,7 +21,9 @@
 //     t: the early release of the tiles feeds the ring (PERF_NOTES session 5).
 // No thread of the math ever touches global memory except for the partial
 // states it writes; the two consumer warpgroups never wait for each other
-// except on tiles at an item's edge.
+// except on tiles at an item's edge. At D = kLightHeadDim (64), CTAs from
+// TreeParams::light_cta_begin on are light CTAs instead (light.cuh): no rings,
+// each warp runs light items alone on mma.sync.
 //
 // Tiles are aligned to 64 pool positions of the segment (position = first
 // slot + token), so every box starts at a page start (or, for pages of more
@@ -46,6 +48,7 @@
 
 #include <climits>
 
+#include "attention/kernels/light.cuh"
 #include "attention/kernels/merge.cuh"
 #include "attention/kernels/params.cuh"
 #include "attention/kernels/state.cuh"
@@ -125,9 +128,14 @@ struct TmaSmem {
 };
 static_assert(sizeof(TmaItemMeta) % 16 == 0);
 
-// Dynamic shared memory of PersistentTmaKernel (+1 KB to align the base).
+// Dynamic shared memory of PersistentTmaKernel (+1 KB to align the base): a
+// heavy CTA's layout or, at the head dim that has light CTAs (kLightHeadDim,
+// work_plan.h), a light CTA's stages (light.cuh), the larger.
 template <typename T, int D>
-inline constexpr int kTmaSmemBytes = TmaSmem<T, D>::kBytes + 1024;
+inline constexpr int kTmaSmemBytes =
+    (D == kLightHeadDim && kLightSmemBytes<T, D> > TmaSmem<T, D>::kBytes ? kLightSmemBytes<T, D>
+                                                                         : TmaSmem<T, D>::kBytes) +
+    1024;
 static_assert(kTmaSmemBytes<__nv_bfloat16, 128> <= 227 * 1024 && kTmaSmemBytes<__nv_bfloat16, 64> <= 227 * 1024);
 
 // A ring position: stage index and the parity of its current use.
@@ -490,6 +498,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
   TriggerDependents();  // the merge grid may launch now; it waits for this grid's completion
   TraceRecord(p, 0, 4);
+  const int32_t begin = p.cta_item_indptr[blockIdx.x], end = p.cta_item_indptr[blockIdx.x + 1];
+  if constexpr (D == kLightHeadDim) {
+    if (static_cast<int32_t>(blockIdx.x) >= p.light_cta_begin) {  // a light CTA: no rings, every warp its own items
+      GridDependencyWait();
+      RunLightCta<T, D>(p, smem, begin, end);
+      return;
+    }
+  }
   using L = TmaSmem<T, D>;
   if (threadIdx.x == 0) {
     for (int plane = 0; plane < 2; ++plane) {
@@ -505,7 +521,6 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     FenceMbarrierInit();
   }
   __syncthreads();
-  const int32_t begin = p.cta_item_indptr[blockIdx.x], end = p.cta_item_indptr[blockIdx.x + 1];
   if (threadIdx.x < 128) {
     ShrinkRegisters<kTmaProducerRegs>();
     const bool split_kv = (flags & kTmaSplitKv) != 0;
