@@ -39,6 +39,12 @@ void ForEachRowBlock(Mode mode, int32_t entries, int32_t group, int32_t tile_row
   }
 }
 
+// How many row blocks ForEachRowBlock calls f for.
+int32_t RowBlockCount(Mode mode, int32_t entries, int32_t group, int32_t tile_rows) {
+  if (mode == Mode::kShared) return CeilDiv(int64_t{entries} * group, tile_rows);
+  return entries * CeilDiv(group, mode == Mode::kPerEntry ? tile_rows : kFlatRows);
+}
+
 // Picks the least loaded CTA (ties: the lowest index) and adds to its load:
 // a tournament tree over the CTAs, O(log CTAs) per pick without the branchy
 // sift of a binary heap.
@@ -269,12 +275,12 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     per_token_cost[s] = chosen / length;
     (shared ? out.batched_segments : out.flattened_segments)++;
     light_segment[s] = mode[s] != Mode::kSimt && group <= kLightItemRows && (!shared || entries == 1);
-    int32_t blocks = 0;
-    ForEachRowBlock(mode[s], entries, group, shape.tile_rows, [&](const RowBlock&) { ++blocks; });
     (light_segment[s] ? light_cost : heavy_cost) += chosen;
     if (!light_segment[s]) {
-      load.heavy_tiles += static_cast<double>(blocks) * shape.num_kv_heads * CeilDiv(length, kKvTile);
-      load.heavy_items += static_cast<double>(blocks) * shape.num_kv_heads * CeilDiv(length, 1024);
+      // Its tiles, and its items counted as if chunked by 1,024 tokens (the split's model only).
+      const double blocks = RowBlockCount(mode[s], entries, group, shape.tile_rows) * shape.num_kv_heads;
+      load.heavy_tiles += blocks * CeilDiv(length, kKvTile);
+      load.heavy_items += blocks * CeilDiv(length, 1024);
       continue;
     }
     for (int32_t e = plan.segment_entry_indptr[s]; e < plan.segment_entry_indptr[s + 1]; ++e) {
