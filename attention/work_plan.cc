@@ -141,14 +141,14 @@ struct LightLoad {
 // forced count, or the model's (DeviceModel's TMA kernel rates): the count
 // whose slower side ends first, the heavy side's tiles and items over its
 // CTAs, the light side bound by bytes at light_warp_bytes_per_us per warp or
-// by its items' chains over LightCtaWarps warps per CTA; none unless that
+// by its items' chains over kLightCtaWarps warps per CTA; none unless that
 // beats the unsplit kernel (everything spread over every CTA) by
 // light_min_gain, and none without heavy work (light items alone run better
 // on every CTA's rings).
 int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const DeviceModel& device, int32_t ctas) {
   if (load.light_items == 0.0 || load.heavy_tiles == 0.0 || ctas < 2) return 0;
   if (shape.light_ctas > 0) return std::min(shape.light_ctas, ctas - 1);
-  const double warps = LightCtaWarps(shape.head_dim);
+  const double warps = kLightCtaWarps;
   const double heavy = load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us;
   const double unsplit = (heavy + load.light_items * device.tma_light_item_us) / ctas + device.tma_start_us;
   int32_t best = 0;

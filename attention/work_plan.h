@@ -142,8 +142,9 @@ inline constexpr int32_t kLightRows = 32;
 inline constexpr int32_t kLightItemRows = 16;
 inline constexpr int32_t kLightHeadDim = 64;
 // Warps of a light CTA that each run one light item at a time (kernels/light.cuh:
-// one 64-token K and V stage each, within the TMA kernel's shared memory).
-inline constexpr int32_t LightCtaWarps(int32_t head_dim) { return head_dim <= 64 ? 12 : 6; }
+// one 64-token K and V stage each at kLightHeadDim, within the TMA kernel's
+// shared memory and its 12 warps).
+inline constexpr int32_t kLightCtaWarps = 12;
 
 struct WorkShape {
   int32_t num_q_heads = 0;
@@ -206,8 +207,9 @@ struct WorkPlan {
   std::vector<int32_t> query_items;
   bool fused_merge = false;
   // CTAs [light_cta_begin, num_ctas) hold the light items, the others every
-  // other item (WorkShape::light_ctas); num_ctas when there are no light CTAs.
-  int32_t light_cta_begin = 0;
+  // other item (WorkShape::light_ctas); num_ctas when there are no light CTAs
+  // (and past any CTA in a plan never built).
+  int32_t light_cta_begin = INT32_MAX;
   int32_t num_partials = 0;
   int32_t batched_segments = 0;
   int32_t flattened_segments = 0;

@@ -5,7 +5,7 @@
 // their own beside the heavy CTAs' tensor-core work. Same partial states as
 // any other item.
 //
-// Every warp (LightCtaWarps of them) runs items w, w + W, ... alone, on the
+// Every warp (kLightCtaWarps of them) runs items w, w + W, ... alone, on the
 // mma.sync tile of tree.cuh (ComputeKvTile; the item's heads are the 16 rows,
 // zero past its row count), from a 64-token K and V stage of its own in shared
 // memory (cp.async into tree.cuh's padded layout, rows past the item's KV
@@ -31,8 +31,8 @@ namespace banyan::attention::kernels {
 template <typename T, int D>
 inline constexpr int kLightStageBytes = 2 * kKvTile * kSmemStride<T, D> * static_cast<int>(sizeof(T));
 template <typename T, int D>
-inline constexpr int kLightSmemBytes = LightCtaWarps(D) * kLightStageBytes<T, D>;
-static_assert(kLightSmemBytes<__nv_bfloat16, kLightHeadDim> + 1024 <= 227 * 1024 && LightCtaWarps(kLightHeadDim) <= 12);
+inline constexpr int kLightSmemBytes = kLightCtaWarps * kLightStageBytes<T, D>;
+static_assert(kLightSmemBytes<__nv_bfloat16, kLightHeadDim> + 1024 <= 227 * 1024 && kLightCtaWarps <= 12);
 
 // The 64-token tiles of a light item (its kv_end is clamped to its entry's limit).
 __device__ __forceinline__ int32_t LightTiles(const WorkItem& it) {
@@ -84,7 +84,7 @@ __device__ __forceinline__ void LightCopyTile(const TreeParams& p, const WorkIte
 template <typename T, int D>
 __device__ __forceinline__ void LightWarpItems(const TreeParams& p, T* sK, T* sV, int32_t begin, int32_t end,
                                                int w, int lane) {
-  constexpr int kWarpsN = LightCtaWarps(D);
+  constexpr int kWarpsN = kLightCtaWarps;
   const int gq = lane / 4, tq = lane % 4;
   const int page_shift = __ffs(p.page_size) - 1;
   int32_t i = begin + w;
@@ -142,7 +142,7 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, T* sK, T* sV
 template <typename T, int D>
 __device__ __forceinline__ void RunLightCta(const TreeParams& p, char* smem, int32_t begin, int32_t end) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp < LightCtaWarps(D)) {
+  if (warp < kLightCtaWarps) {
     T* sK = reinterpret_cast<T*>(smem + warp * kLightStageBytes<T, D>);
     LightWarpItems<T, D>(p, sK, sK + kKvTile * kSmemStride<T, D>, begin, end, warp, lane);
   }
