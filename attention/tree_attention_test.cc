@@ -75,8 +75,10 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     opt.plan.prefill = c.prefill;
     opt.plan.page_size = c.page_size;
     const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
+    // NaN in every pool slot outside the plan's segments: no kernel may let
+    // the KV around its tokens (whole pages, whole tiles) into its sums.
     const testing::AttentionProblem p = testing::MakeProblem(
-        tree, {c.kv_heads, c.q_heads, c.head_dim, 2, 1, c.kv_dtype, c.q_dtype}, rng);
+        tree, {c.kv_heads, c.q_heads, c.head_dim, 2, 1, c.kv_dtype, c.q_dtype, /*poison_unused_slots=*/true}, rng);
     const int64_t n = int64_t{tree.plan.num_queries} * c.q_heads * c.head_dim;
     const int64_t nl = int64_t{tree.plan.num_queries} * c.q_heads;
     std::vector<float> want(n), want_lse(nl);

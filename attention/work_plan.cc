@@ -134,8 +134,53 @@ void SpreadLightUnits(const int32_t* units, int32_t count, const std::vector<Pen
 // items, light items, their KV bytes and their chains on a light warp.
 struct LightLoad {
   double heavy_tiles = 0.0, heavy_items = 0.0;
-  double light_items = 0.0, light_bytes = 0.0, light_chains = 0.0;
+  double light_items = 0.0, light_tiles = 0.0, light_bytes = 0.0, light_chains = 0.0;
+  // The heavy segment with the most tiles: its row blocks x KV heads, length.
+  int32_t dominant = -1;
+  double dominant_blocks = 0.0, dominant_tiles = 0.0;
+  int32_t dominant_length = 0;
 };
+
+// Tokens per split-K chunk when a segment of `length` tokens is cut into
+// about `wanted` chunks: whole KV tiles, at least the device's min_chunk.
+int32_t ChunkLength(int32_t length, int32_t wanted, const DeviceModel& device) {
+  const int32_t min_chunk = std::max(kKvTile, CeilDiv(device.min_chunk, kKvTile) * kKvTile);
+  return std::max(min_chunk, CeilDiv(CeilDiv(length, std::max(1, wanted)), kKvTile) * kKvTile);
+}
+
+inline constexpr int32_t kMaxDominantChunk = 1024;
+
+// The heavy side's time on `heavy_ctas` CTAs of a split kernel. When one
+// segment holds (nearly) all heavy tiles, its items are equal and a CTA runs
+// a whole number of them, so the time is counted in whole items: the chunk
+// count (*chunks) that ends first, each item paying tma_item_gap_us; a chunk
+// count that spreads items unevenly (3 on some CTAs, 2 on others) loses a
+// whole item on the CTAs that end last (H100: 46.0 us with 2.5 8-tile items
+// per CTA vs 42.5 with 2 of 11 tiles on the engine row, session 9). Else
+// (*chunks 0: the planner's own) tiles and items spread evenly.
+double HeavySideUs(const LightLoad& load, const DeviceModel& device, int32_t heavy_ctas, int32_t* chunks) {
+  *chunks = 0;
+  const double spread =
+      (load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us) / heavy_ctas;
+  if (load.dominant < 0 || load.dominant_tiles < 0.9 * load.heavy_tiles) return spread;
+  const double rest = (load.heavy_tiles - load.dominant_tiles) * device.tma_tile_us / heavy_ctas;
+  double best = std::numeric_limits<double>::infinity();
+  for (int32_t wanted = 1; wanted <= 64; ++wanted) {
+    const int32_t len = ChunkLength(load.dominant_length, wanted, device);
+    const int32_t n = CeilDiv(load.dominant_length, len);
+    // Not another count's chunks, nor chunks longer than 1,024 tokens (one
+    // 2,048-token item per row block measured 59 us vs 55 on the engine row
+    // with every CTA's rings, PERF_NOTES session 7; this count has no say there).
+    if (n != wanted || len > kMaxDominantChunk) continue;
+    const double per_cta = std::ceil(load.dominant_blocks * n / heavy_ctas);
+    const double us = per_cta * (len / kKvTile * device.tma_tile_us + device.tma_item_gap_us) + rest;
+    if (us < best) {
+      best = us;
+      *chunks = n;
+    }
+  }
+  return best;
+}
 
 // How many of `ctas` CTAs take the light items (WorkShape::light_ctas): the
 // forced count, or the model's (DeviceModel's TMA kernel rates): the count
@@ -145,21 +190,35 @@ struct LightLoad {
 // beats the unsplit kernel (everything spread over every CTA) by
 // light_min_gain, and none without heavy work (light items alone run better
 // on every CTA's rings).
-int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const DeviceModel& device, int32_t ctas) {
+// *dominant_chunks: the chunk count of the dominant heavy segment that count
+// was judged with (HeavySideUs; 0: the planner's own).
+int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const DeviceModel& device, int32_t ctas,
+                      int32_t* dominant_chunks) {
+  *dominant_chunks = 0;
   if (load.light_items == 0.0 || load.heavy_tiles == 0.0 || ctas < 2) return 0;
-  if (shape.light_ctas > 0) return std::min(shape.light_ctas, ctas - 1);
+  if (shape.light_ctas > 0) {
+    const int32_t k = std::min(shape.light_ctas, ctas - 1);
+    HeavySideUs(load, device, ctas - k, dominant_chunks);
+    return k;
+  }
   const double warps = kLightCtaWarps;
   const double heavy = load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us;
-  const double unsplit = (heavy + load.light_items * device.tma_light_item_us) / ctas + device.tma_start_us;
+  const double unsplit = (heavy + load.light_tiles * device.tma_light_item_us) / ctas + device.tma_start_us;
+  // Of counts that end within 1% of each other (the heavy side counted in
+  // whole items is flat over a range of counts), the one with the most
+  // slack on the light side.
   int32_t best = 0;
-  double best_us = unsplit / device.light_min_gain;
+  double best_us = unsplit / device.light_min_gain, best_light = std::numeric_limits<double>::infinity();
   for (int32_t k = 1; k < ctas; ++k) {
     const double light_us =
         std::max(load.light_bytes / (k * warps * device.light_warp_bytes_per_us), load.light_chains / (k * warps));
-    const double us = std::max(heavy / (ctas - k), light_us) + device.tma_start_us;
-    if (us < best_us) {
-      best_us = us;
+    int32_t chunks = 0;
+    const double us = std::max(HeavySideUs(load, device, ctas - k, &chunks), light_us) + device.tma_start_us;
+    if (us < best_us * 0.99 || (us <= best_us * 1.01 && best > 0 && light_us < best_light)) {
+      best_us = std::min(us, best_us);
+      best_light = light_us;
       best = k;
+      *dominant_chunks = chunks;
     }
   }
   return best;
@@ -281,11 +340,18 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
       const double blocks = RowBlockCount(mode[s], entries, group, shape.tile_rows) * shape.num_kv_heads;
       load.heavy_tiles += blocks * CeilDiv(length, kKvTile);
       load.heavy_items += blocks * CeilDiv(length, 1024);
+      if (blocks * CeilDiv(length, kKvTile) > load.dominant_tiles) {
+        load.dominant = s;
+        load.dominant_blocks = blocks;
+        load.dominant_tiles = blocks * CeilDiv(length, kKvTile);
+        load.dominant_length = length;
+      }
       continue;
     }
     for (int32_t e = plan.segment_entry_indptr[s]; e < plan.segment_entry_indptr[s + 1]; ++e) {
       const int32_t seen = plan.entry_kv_limit[e];
       load.light_items += shape.num_kv_heads;
+      load.light_tiles += CeilDiv(seen, kKvTile) * shape.num_kv_heads;
       load.light_bytes += 2.0 * seen * shape.head_dim * shape.kv_dtype_bytes * shape.num_kv_heads;
       load.light_chains += (device.light_item_us + device.light_tile_us * CeilDiv(seen, kKvTile)) * shape.num_kv_heads;
     }
@@ -293,8 +359,10 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   // 1b. Light CTAs (WorkShape::light_ctas): the last `light` CTAs take the
   //     light items, the others the rest.
   const int32_t ctas = device.num_ctas();
-  const int32_t light =
-      shape.light_ctas != 0 && shape.head_dim == kLightHeadDim ? LightCtaCount(load, shape, device, ctas) : 0;
+  int32_t dominant_chunks = 0;
+  const int32_t light = shape.light_ctas != 0 && shape.head_dim == kLightHeadDim
+                            ? LightCtaCount(load, shape, device, ctas, &dominant_chunks)
+                            : 0;
   out.light_cta_begin = ctas - light;
   // 2. Chunks: every item costs about total / (2 x CTAs), chunks of whole KV
   //    tiles; with light CTAs, light segments' items about their total / (2 x
@@ -324,9 +392,12 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     ForEachRowBlock(mode[s], entries, group, shape.tile_rows, [&](const RowBlock& b) { blocks.push_back(b); });
     const double block_cost = per_token_cost[s] * length / (blocks.size() * shape.num_kv_heads);
     const double seg_target = light_segment[s] ? light_target : heavy_target;
-    const int32_t wanted = std::max(1, static_cast<int32_t>(std::ceil(block_cost / seg_target)));
-    const int32_t min_chunk = std::max(kKvTile, CeilDiv(device.min_chunk, kKvTile) * kKvTile);
-    const int32_t len = std::max(min_chunk, CeilDiv(CeilDiv(length, wanted), kKvTile) * kKvTile);
+    // (With light CTAs, the dominant heavy segment takes the chunk count the
+    // split was judged with: whole items per heavy CTA.)
+    const int32_t wanted = light > 0 && s == load.dominant && dominant_chunks > 0
+                               ? dominant_chunks
+                               : std::max(1, static_cast<int32_t>(std::ceil(block_cost / seg_target)));
+    const int32_t len = ChunkLength(length, wanted, device);
     const int32_t chunks = CeilDiv(length, len);
     chunk_len_[s] = len;
     chunks_[s] = chunks;

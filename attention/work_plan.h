@@ -113,18 +113,20 @@ struct DeviceModel {
   double item_overhead_us = 1.5;    // start-up, partial write, pipeline fill
   int32_t min_chunk = kMinChunk;    // fewest tokens of a split-K chunk (rounded up to kKvTile)
   // The light-CTA split (WorkShape::light_ctas) is judged with the TMA
-  // kernel's own rates (H100, bench/RESULTS.md session 8): a heavy CTA runs a
-  // 128-row x 64-token tile in tma_tile_us, a light item among heavy ones in
-  // tma_light_item_us; a light CTA's warp reads KV at light_warp_bytes_per_us
+  // kernel's own rates (H100, bench/RESULTS.md sessions 8 and 9): a heavy CTA runs a
+  // 128-row x 64-token tile in tma_tile_us, a light item's 64-token tile
+  // among heavy ones in tma_light_item_us; a light CTA's warp reads KV at light_warp_bytes_per_us
   // and keeps an item for light_item_us + light_tile_us per 64-token tile;
-  // every CTA starts its first item after about tma_start_us. The split must
-  // beat the unsplit kernel by the factor light_min_gain.
+  // every CTA starts its first item after about tma_start_us, and a heavy
+  // CTA loses about tma_item_gap_us between items. The split must beat the
+  // unsplit kernel by the factor light_min_gain.
   double tma_tile_us = 1.05;
   double tma_light_item_us = 1.2;
   double tma_start_us = 8.0;
-  double light_warp_bytes_per_us = 3.3e3;
-  double light_item_us = 2.5;
-  double light_tile_us = 2.5;
+  double tma_item_gap_us = 2.5;
+  double light_warp_bytes_per_us = 3.55e3;
+  double light_item_us = 2.3;
+  double light_tile_us = 2.3;
   double light_min_gain = 1.15;
   int32_t num_ctas() const { return num_sms * ctas_per_sm; }
 };

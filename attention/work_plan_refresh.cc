@@ -20,7 +20,8 @@ bool SameDevice(const DeviceModel& a, const DeviceModel& b) {
          a.mma_flops_per_us == b.mma_flops_per_us && a.simt_flops_per_us == b.simt_flops_per_us &&
          a.item_overhead_us == b.item_overhead_us && a.min_chunk == b.min_chunk &&
          a.tma_tile_us == b.tma_tile_us && a.tma_light_item_us == b.tma_light_item_us &&
-         a.tma_start_us == b.tma_start_us && a.light_warp_bytes_per_us == b.light_warp_bytes_per_us &&
+         a.tma_start_us == b.tma_start_us && a.tma_item_gap_us == b.tma_item_gap_us &&
+         a.light_warp_bytes_per_us == b.light_warp_bytes_per_us &&
          a.light_item_us == b.light_item_us && a.light_tile_us == b.light_tile_us &&
          a.light_min_gain == b.light_min_gain;
 }

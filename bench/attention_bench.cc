@@ -364,8 +364,11 @@ std::vector<Shape> Shapes() {
     shapes.push_back({absl::StrFormat("h%d/%d as2lvl 2048/1024x768", hq, hkv), hq, hkv, {1, 1024}, {2048, 768}});
   }
   // The engine's decode step (bench/engine_bench.cc's model: 32/8 heads of 64), not an issue shape:
-  // 256 branches over 2K (suffixes there grow to 128), 1,024 over 16K.
+  // 256 branches over 2K (suffixes there grow from 1 to 128 tokens: S8 and S120 are the
+  // two ends, S64 the middle), 1,024 over 16K.
   shapes.push_back({"h32/8 D64 L256 P2048 S64 (engine)", 32, 8, {1, 256}, {2048, 64}, 64});
+  shapes.push_back({"h32/8 D64 L256 P2048 S8 (engine)", 32, 8, {1, 256}, {2048, 8}, 64});
+  shapes.push_back({"h32/8 D64 L256 P2048 S120 (engine)", 32, 8, {1, 256}, {2048, 120}, 64});
   shapes.push_back({"h32/8 D64 L1024 P16384 S64 (engine)", 32, 8, {1, 1024}, {16384, 64}, 64});
   // Latency probe (not an issue shape): one query row, two 64-token segments, i.e. two one-tile
   // items and the merge: what a launch costs before any real work.

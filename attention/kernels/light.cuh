@@ -8,130 +8,241 @@
 // Every warp (kLightCtaWarps of them) runs items w, w + W, ... alone, on the
 // mma.sync tile of tree.cuh (ComputeKvTile; the item's heads are the 16 rows,
 // zero past its row count), from a 64-token K and V stage of its own in shared
-// memory (cp.async into tree.cuh's padded layout, rows past the item's KV
-// zero-filled: their scores are masked, but 0 * NaN is not 0). A warp's chain
-// per tile is one round trip: each tile's copies go out with its page ids
-// already in registers (one id per lane, loaded during the tile before, or
-// during the previous item for an item's first tile), the item's q loads
-// beside its first tile's copies, and the next item's descriptor and first
-// page ids load while the current item's KV is in flight. (A producer warp
-// feeding the others measured slower on the H100: one warp issues the copies
-// of eleven, bulk copies per row even more so.)
+// memory that TMA fills with the heavy items' page boxes (TmaTiles: whole
+// pages, 128-byte swizzled; one box per page, or one for the whole tile when
+// its pages have consecutive ids), completing on the warp's own mbarrier.
+// Rows outside the item's tokens are masked, their V zeroed in registers;
+// items of at most 8 rows (GQA up to 8:1) skip the softmax of rows 8-15. A
+// warp's chain per tile is one round trip: the tile's boxes go out with their
+// page ids already in registers (one per lane, loaded during the tile before,
+// or during the previous item for an item's first tile, whose boxes go out
+// as soon as the previous item's last tile is read, before its partial
+// stores), the item's q loads beside its first tile's boxes, and item
+// descriptors come from a per-warp ring in shared memory refilled 16 items
+// ahead (LightItemRing).
+// Measured on the H100 (PERF_NOTES session 9): issuing a 16 KB tile with
+// cp.async took a warp ~3,300-5,000 cycles; with TMA the per-item time moved
+// to the rest of the chain, and the light side of the engine row with
+// 120-token suffixes ran 10% faster (52.2 vs 58.1 us at 53 light CTAs). A
+// producer warp feeding the others was slower still (session 8).
 #ifndef BANYAN_ATTENTION_KERNELS_LIGHT_CUH_
 #define BANYAN_ATTENTION_KERNELS_LIGHT_CUH_
 
 #include "attention/kernels/mma.cuh"
 #include "attention/kernels/params.cuh"
 #include "attention/kernels/state.cuh"
+#include "attention/kernels/tma.cuh"
 #include "attention/kernels/tree.cuh"
 
 namespace banyan::attention::kernels {
 
-// One warp's stage: a 64-token K tile and V tile in tree.cuh's padded layout.
+// One warp's stage: a 64-token K tile, then the V tile, in the TMA boxes'
+// swizzled layout (KvSmem::kSwizzled). After the stages: each warp's ring of
+// item descriptors (LightItemRing), then its mbarrier.
 template <typename T, int D>
-inline constexpr int kLightStageBytes = 2 * kKvTile * kSmemStride<T, D> * static_cast<int>(sizeof(T));
+inline constexpr int kLightTileBytes = kKvTile * D * static_cast<int>(sizeof(T));
+inline constexpr int kLightRingItems = 32;  // two halves of 16
+inline constexpr int kLightRingBytes = kLightRingItems * 64;  // a WorkItem and its item_entry each
 template <typename T, int D>
-inline constexpr int kLightSmemBytes = kLightCtaWarps * kLightStageBytes<T, D>;
+inline constexpr int kLightSmemBytes = kLightCtaWarps * (2 * kLightTileBytes<T, D> + kLightRingBytes + 8);
 static_assert(kLightSmemBytes<__nv_bfloat16, kLightHeadDim> + 1024 <= 227 * 1024 && kLightCtaWarps <= 12);
 
-// The 64-token tiles of a light item (its kv_end is clamped to its entry's limit).
-__device__ __forceinline__ int32_t LightTiles(const WorkItem& it) {
-  return it.kv_end > it.kv_begin ? (it.kv_end - it.kv_begin + kKvTile - 1) / kKvTile : 0;
+// The id of the page of box g of `it` (boxes of box_rows positions from
+// TmaTiles::base0: tile t is boxes [t B, t B + B), B = 64 / box_rows), or -1
+// for a box wholly outside the item's tokens. REQUIRES: page size a power of
+// two >= 8 (the TMA kernel's); box_rows = min(page size, 64).
+__device__ __forceinline__ int32_t LightBoxPage(const TreeParams& p, const WorkItem& it, const TmaTiles& tiles,
+                                                int32_t g, int box_rows, int page_shift) {
+  const int32_t pos = tiles.base0 + g * box_rows;
+  if (pos + box_rows <= tiles.pos_begin || pos >= tiles.pos_end) return -1;
+  return p.page_indices[it.page_begin + (pos >> page_shift)];
+}
+// Lane b's box of tile t (-1 for lanes past the tile's boxes).
+__device__ __forceinline__ int32_t LightTileBoxPage(const TreeParams& p, const WorkItem& it, const TmaTiles& tiles,
+                                                    int32_t t, int box_rows, int page_shift, int lane) {
+  const int boxes = kKvTile / box_rows;
+  return lane < boxes ? LightBoxPage(p, it, tiles, t * boxes + lane, box_rows, page_shift) : -1;
 }
 
-// Lane l's page id for tile t of `it`: the segment's page holding the tile's
-// first token, + l (0 past the tile or the item). REQUIRES: page size a power
-// of two >= 8 (the TMA kernel's), so that a tile spans at most 9 pages.
-__device__ __forceinline__ int32_t LightPageIds(const TreeParams& p, const WorkItem& it, int32_t t, int page_shift,
-                                                int lane) {
-  const int32_t tok0 = it.kv_begin + t * kKvTile;
-  if (tok0 >= it.kv_end) return 0;
-  const int32_t first = (it.first_slot + tok0) >> page_shift;
-  const int32_t last = (it.first_slot + min(it.kv_end, tok0 + kKvTile) - 1) >> page_shift;
-  return first + lane <= last ? p.page_indices[it.page_begin + first + lane] : 0;
-}
+// The TMA loads a light warp issues: maps and plane pages of the launch.
+struct LightMaps {
+  const CUtensorMap* multi;   // one box: a whole 64-row tile of consecutive page ids
+  const CUtensorMap* single;  // one box: one page (box_rows rows)
+  int32_t box_rows;
+  int32_t k_page0, v_page0;   // FirstPlanePage of the layer's K and V planes
+};
 
-// Issues the copies of tile t of `it` into sK / sV (one warp; `ids`:
-// LightPageIds of the tile). Rows past the item's KV are zero-filled.
+// Issues tile t of `it` into the stage (K at stage, V after it), completing on
+// `bar` (one arrival: lane 0's, with the bytes). `page`: LightBoxPage of
+// lane's box. Every lane calls.
 template <typename T, int D>
-__device__ __forceinline__ void LightCopyTile(const TreeParams& p, const WorkItem& it, int32_t t, int32_t ids,
-                                              int page_shift, T* sK, T* sV, int lane) {
-  constexpr int kVecs = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte vectors per row
-  constexpr int kRowStep = 32 / kVecs;
-  constexpr int kElemsPerVec = 16 / static_cast<int>(sizeof(T));
-  const T* pool = static_cast<const T*>(p.kv_pool);
-  const int32_t tok0 = it.kv_begin + t * kKvTile;
-  const int32_t first_page = (it.first_slot + tok0) >> page_shift;
-  const int vec = lane % kVecs;
-#pragma unroll
-  for (int j = 0; j < kKvTile / kRowStep; ++j) {
-    const int row = lane / kVecs + j * kRowStep;
-    const int32_t tok = tok0 + row;
-    const bool valid = tok < it.kv_end;
-    const int32_t pos = it.first_slot + (valid ? tok : tok0);
-    const int32_t page = __shfl_sync(0xffffffffu, ids, (pos >> page_shift) - first_page);
-    const int64_t offset =
-        ((int64_t{page} * p.num_kv_heads + it.kv_head) * p.page_size + (pos & (p.page_size - 1))) * D +
-        vec * kElemsPerVec;
-    const int s = row * kSmemStride<T, D> + vec * kElemsPerVec;
-    CpAsync16(sK + s, pool + p.k_plane + offset, valid);
-    CpAsync16(sV + s, pool + p.v_plane + offset, valid);
+__device__ __forceinline__ void LightIssueTile(const TreeParams& p, const LightMaps& maps, const WorkItem& it,
+                                               const TmaTiles& tiles, int32_t t, int32_t page, char* stage,
+                                               uint64_t* bar, int lane) {
+  const uint32_t present = __ballot_sync(0xffffffffu, page >= 0);
+  const int32_t first = __shfl_sync(0xffffffffu, page, 0);
+  const int boxes = kKvTile / maps.box_rows;
+  // One box when every page of the tile is there with consecutive ids.
+  const bool whole = present == (1u << boxes) - 1u && __all_sync(0xffffffffu, page < 0 || page == first + lane);
+  const uint32_t box_bytes = static_cast<uint32_t>(maps.box_rows) * D * sizeof(T);
+  if (lane == 0) MbarrierArriveExpectTx(bar, 2u * box_bytes * static_cast<uint32_t>(__popc(present)));
+  __syncwarp();  // the bytes are announced before any box can land
+  const int32_t slot0 = (tiles.base0 + t * kKvTile) & (p.page_size - 1);  // 0 unless pages exceed 64 slots
+  if (whole) {
+    if (lane == 0) {
+      TmaLoad5d(stage, maps.multi, 0, slot0, maps.k_page0 + first, it.kv_head, 0, bar);
+      TmaLoad5d(stage + kLightTileBytes<T, D>, maps.multi, 0, slot0, maps.v_page0 + first, it.kv_head, 0, bar);
+    }
+  } else if (page >= 0) {
+    char* dst = stage + lane * box_bytes;
+    TmaLoad5d(dst, maps.single, 0, slot0, maps.k_page0 + page, it.kv_head, 0, bar);
+    TmaLoad5d(dst + kLightTileBytes<T, D>, maps.single, 0, slot0, maps.v_page0 + page, it.kv_head, 0, bar);
   }
-  CpAsyncCommit();
 }
 
-// Warp w of a light CTA: items begin + w, begin + w + W, ... (every lane calls).
+// A warp's item descriptors in shared memory: the warp's n-th item (item
+// begin + w + n W, W = kLightCtaWarps) and its item_entry at slot n % 32. The
+// ring is refilled 16 items at a time with cp.async, one item per lane, a
+// half ahead of use: one global round trip per 16 items, off the chain.
+struct LightItemRing {
+  char* base;
+  int32_t first, end;  // the warp's first item, the CTA's end
+  __device__ __forceinline__ void Fill(const TreeParams& p, int32_t n0, int lane) const {  // items n0 .. n0 + 15
+    if (lane < 16) {
+      const int32_t n = n0 + lane, i = first + n * kLightCtaWarps;
+      char* slot = base + (n % kLightRingItems) * 64;
+      const char* item = reinterpret_cast<const char*>(p.items + (i < end ? i : first));
+      CpAsync16(slot, item, true);
+      CpAsync16(slot + 16, item + 16, true);
+      CpAsync16(slot + 32, item + 32, true);
+      CpAsync16(slot + 48, p.item_entry + (i < end ? i : first), true);
+    }
+    CpAsyncCommit();
+  }
+  // The warp's n-th item (landed: see LightWarpItems).
+  __device__ __forceinline__ void Get(int32_t n, WorkItem& it, int4& ie) const {
+    const int4* slot = reinterpret_cast<const int4*>(base + (n % kLightRingItems) * 64);
+    union {
+      int4 words[3];
+      WorkItem item;
+    } u;
+    u.words[0] = slot[0];
+    u.words[1] = slot[1];
+    u.words[2] = slot[2];
+    it = u.item;
+    ie = slot[3];
+  }
+};
+static_assert(sizeof(WorkItem) == 48);
+
+// The q fragments of a light item's rows (heads of its KV group; rows past
+// its row count are zero).
 template <typename T, int D>
-__device__ __forceinline__ void LightWarpItems(const TreeParams& p, T* sK, T* sV, int32_t begin, int32_t end,
-                                               int w, int lane) {
-  constexpr int kWarpsN = kLightCtaWarps;
-  const int gq = lane / 4, tq = lane % 4;
-  const int page_shift = __ffs(p.page_size) - 1;
-  int32_t i = begin + w;
-  if (i >= end) return;
-  WorkItem it = p.items[i];
-  int4 ie = p.item_entry[i];
-  int32_t ids = LightPageIds(p, it, 0, page_shift, lane);
-  for (; i < end; i += kWarpsN) {
-    const int32_t tiles = LightTiles(it);
-    if (tiles > 0) LightCopyTile<T, D>(p, it, 0, ids, page_shift, sK, sV, lane);
-    int32_t head[2];
-    bool valid[2];
+struct LightRows {
+  int32_t head[2];
+  bool valid[2];
+  uint32_t qf[D / 16][4];
+  __device__ __forceinline__ void Load(const TreeParams& p, const WorkItem& it, const int4& ie, int lane) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int32_t local = gq + 8 * r;
+      const int32_t local = lane / 4 + 8 * r;
       valid[r] = local < it.row_count;
       head[r] = it.kv_head * p.group + it.row_begin % p.group + (valid[r] ? local : 0);
     }
-    uint32_t qf[D / 16][4];
     const int32_t qrow[2] = {ie.x, ie.x};
-    LoadQFragments<T, D>(p, qrow, head, valid, tq, qf);
-    // The next item's descriptor and first page ids, while this item's KV is in flight.
+    LoadQFragments<T, D>(p, qrow, head, valid, lane % 4, qf);
+  }
+};
+
+// Warp w of a light CTA: items begin + w, begin + w + W, ... (every lane
+// calls; `stage`, `ring_base` and `bar` are the warp's own). Per item, while
+// its KV is in flight: its q rows load, the next item's descriptor comes from
+// the ring and its first page ids load. (Prefetching the item after next
+// into L2 with TMA prefetches measured slower on the H100: 64.7 vs 52.2 us
+// on the engine row with 120-token suffixes, equal with 64.)
+template <typename T, int D>
+__device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightMaps& maps, char* stage, char* ring_base,
+                                               uint64_t* bar, int32_t begin, int32_t end, int w, int lane) {
+  constexpr int kWarpsN = kLightCtaWarps;
+  const int tq = lane % 4;
+  const int page_shift = __ffs(p.page_size) - 1;
+  const T* sK = reinterpret_cast<const T*>(stage);
+  const T* sV = reinterpret_cast<const T*>(stage + kLightTileBytes<T, D>);
+  int32_t i = begin + w;
+  if (i >= end) return;
+  if (lane == 0) {
+    MbarrierInit(bar, 1);
+    FenceMbarrierInit();
+  }
+  __syncwarp();
+  uint32_t phase = 0;
+  const LightItemRing ring{ring_base, i, end};
+  ring.Fill(p, 0, lane);
+  CpAsyncWait<0>();
+  ring.Fill(p, 16, lane);  // waited for when item 14 starts (below)
+  __syncwarp();
+  int32_t n = 0;  // the current item's number in this warp's sequence
+  WorkItem it;
+  int4 ie;
+  ring.Get(0, it, ie);
+  TmaTiles tiles(it);
+  if (tiles.count > 0) {
+    LightIssueTile<T, D>(p, maps, it, tiles, 0, LightTileBoxPage(p, it, tiles, 0, maps.box_rows, page_shift, lane),
+                         stage, bar, lane);
+  }
+  for (; i < end; i += kWarpsN) {
     const bool more = i + kWarpsN < end;
-    const WorkItem next = more ? p.items[i + kWarpsN] : it;
-    const int4 next_ie = more ? p.item_entry[i + kWarpsN] : ie;
+    WorkItem next = it;
+    int4 next_ie = ie;
+    if (more) ring.Get(n + 1, next, next_ie);
+    if ((n + 2) % 16 == 0) {
+      // Items n + 2 .. n + 17 have landed (filled 16 items ago); items n + 18 ..
+      // n + 33 replace n - 14 .. n + 1 (this item and the next are in registers).
+      CpAsyncWait<0>();
+      __syncwarp();
+      ring.Fill(p, n + 18, lane);
+    }
+    LightRows<T, D> rows;
+    rows.Load(p, it, ie, lane);
+    const TmaTiles next_tiles(next);
     const int32_t limit[2] = {it.kv_end, it.kv_end};
     float o[D / 8][4];
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
-    for (int32_t t = 0; t < tiles; ++t) {
-      // The page ids of the tile after this one (or of the next item's first tile).
-      ids = t + 1 < tiles ? LightPageIds(p, it, t + 1, page_shift, lane)
-                          : (more ? LightPageIds(p, next, 0, page_shift, lane) : 0);
-      CpAsyncWait<0>();
-      __syncwarp();
-      ComputeKvTile<T, D>(p, sK, sV, it.kv_begin + t * kKvTile, limit, qf, o, m, l, lane);
-      __syncwarp();  // the stage is rewritten next
-      if (t + 1 < tiles) LightCopyTile<T, D>(p, it, t + 1, ids, page_shift, sK, sV, lane);
+    for (int32_t t = 0; t < tiles.count; ++t) {
+      // The boxes after this tile: the item's next tile, or the next item's first.
+      const bool last = t + 1 == tiles.count;
+      const int32_t page = !last ? LightTileBoxPage(p, it, tiles, t + 1, maps.box_rows, page_shift, lane)
+                                 : (more ? LightTileBoxPage(p, next, next_tiles, 0, maps.box_rows, page_shift, lane) : -1);
+      MbarrierWait(bar, phase);
+      phase ^= 1u;
+      const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
+      if (it.row_count <= 8) {
+        ComputeKvTile<T, D, KvSmem::kSwizzled, 8>(p, sK, sV, tok0, limit, rows.qf, o, m, l, lane, it.kv_begin);
+      } else {
+        ComputeKvTile<T, D, KvSmem::kSwizzled, 16>(p, sK, sV, tok0, limit, rows.qf, o, m, l, lane, it.kv_begin);
+      }
+      __syncwarp();  // every lane has read the stage before it is refilled
+      if (!last) {
+        LightIssueTile<T, D>(p, maps, it, tiles, t + 1, page, stage, bar, lane);
+      } else if (more && next_tiles.count > 0) {
+        LightIssueTile<T, D>(p, maps, next, next_tiles, 0, page, stage, bar, lane);
+      }
     }
-    if (tiles == 0 && more) ids = LightPageIds(p, next, 0, page_shift, lane);
+    if (tiles.count == 0 && more && next_tiles.count > 0) {
+      LightIssueTile<T, D>(p, maps, next, next_tiles, 0,
+                           LightTileBoxPage(p, next, next_tiles, 0, maps.box_rows, page_shift, lane), stage, bar, lane);
+    }
     // An item that sees no token of its chunk still writes its (empty) slot.
     const int32_t slots[2] = {ie.z + it.chunk, ie.z + it.chunk};
-    StoreRowPartialsAt<D>(p, slots, head, valid, m, l, tq, [&](int j, int k) { return o[j][k]; });
+    StoreRowPartialsAt<D>(p, slots, rows.head, rows.valid, m, l, tq, [&](int j, int c) { return o[j][c]; });
     it = next;
     ie = next_ie;
+    tiles = next_tiles;
+    ++n;
   }
+  CpAsyncWait<0>();  // no copy into the ring outlives the warp
 }
 
 // A light CTA: items [begin, end). Every thread of the CTA calls, after the
@@ -140,11 +251,14 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, T* sK, T* sV
 // TreeParams field through a stack copy and ran the engine row no faster
 // than the unsplit kernel (H100).
 template <typename T, int D>
-__device__ __forceinline__ void RunLightCta(const TreeParams& p, char* smem, int32_t begin, int32_t end) {
+__device__ __forceinline__ void RunLightCta(const TreeParams& p, const LightMaps& maps, char* smem, int32_t begin,
+                                            int32_t end) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp < kLightCtaWarps) {
-    T* sK = reinterpret_cast<T*>(smem + warp * kLightStageBytes<T, D>);
-    LightWarpItems<T, D>(p, sK, sK + kKvTile * kSmemStride<T, D>, begin, end, warp, lane);
+    char* rings = smem + kLightCtaWarps * 2 * kLightTileBytes<T, D>;
+    uint64_t* bars = reinterpret_cast<uint64_t*>(rings + kLightCtaWarps * kLightRingBytes);
+    LightWarpItems<T, D>(p, maps, smem + warp * 2 * kLightTileBytes<T, D>, rings + warp * kLightRingBytes, bars + warp,
+                         begin, end, warp, lane);
   }
   // The trace (params.cuh): every item done (words 2, 3, 6, 7), light items in word 12.
   if (p.trace != nullptr) {

@@ -70,6 +70,30 @@ struct TreeParams {
 template <typename T, int D>
 inline constexpr int kSmemStride = D + 16 / static_cast<int>(sizeof(T));
 
+// The tile range of an item for the TMA kernel's loads: 64-position tiles
+// (slot positions first_slot + token of the segment's pages) from the
+// 64-aligned one holding its first token, so that a tile is whole page boxes.
+// Zero tiles for an empty item.
+struct TmaTiles {
+  int32_t pos_begin, pos_end, base0;
+  int count;
+  __device__ __forceinline__ explicit TmaTiles(const WorkItem& it)
+      : pos_begin(it.first_slot + it.kv_begin),
+        pos_end(it.first_slot + it.kv_end),
+        base0(pos_begin & ~(kKvTile - 1)),
+        count(pos_end > pos_begin ? (pos_end - base0 + kKvTile - 1) / kKvTile : 0) {}
+  __device__ __forceinline__ bool Edge(int t) const {
+    return base0 + t * kKvTile < pos_begin || base0 + (t + 1) * kKvTile > pos_end;
+  }
+};
+
+// The plane page (kv_tensor_map.h: (layer * 2 + K|V) * num_pages + page) of
+// page 0 of the plane at element offset `plane` (p.k_plane or p.v_plane).
+template <int D>
+__device__ __forceinline__ int32_t FirstPlanePage(const TreeParams& p, int64_t plane) {
+  return static_cast<int32_t>(plane / (int64_t{p.num_kv_heads} * p.page_size * D));
+}
+
 // Loads tokens [tok0, tok0 + kTokens) of one segment's K and V for one KV
 // head into sK / sV ([kTokens][kSmemStride]) with cp.async; tokens at or past
 // `tok_end` are zero-filled (never read). Every thread of the block calls it;

@@ -15,6 +15,7 @@
 #include "attention/kernels/params.cuh"
 #include "attention/kernels/state.cuh"
 
+#include <climits>
 #include <type_traits>
 
 namespace banyan::attention::kernels {
@@ -75,15 +76,38 @@ struct ItemHead {
   const int32_t* qrows = nullptr;  // entry_query of the item's first kHeadQrows entries
 };
 
+// How a 64-token K or V tile lies in shared memory. kPadded: rows of
+// kSmemStride<T, D> elements (cp.async, tree.cuh and decode.cuh). kSwizzled:
+// what one TMA box of 128-byte rows writes with 128-byte swizzling (the KV
+// tensor maps, kv_tensor_map.h), head dim 64 only: 16-byte chunk c of row r
+// at chunk c ^ (r % 8) of that row. Both are bank-conflict free for ldmatrix.
+enum class KvSmem { kPadded, kSwizzled };
+template <typename T, int D, KvSmem kLayout>
+__device__ __forceinline__ int KvSmemOffset(int row, int col) {  // col: a multiple of 16 bytes
+  if constexpr (kLayout == KvSmem::kPadded) {
+    return row * kSmemStride<T, D> + col;
+  } else {
+    static_assert(D * sizeof(T) == 128, "a swizzled row is one 128-byte TMA box row");
+    constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
+    return row * D + (((col / kPerChunk) ^ (row % 8)) * kPerChunk);
+  }
+}
+
 // One 64-token KV tile for the 16 rows of this warp: S = Q K^T (K via
-// ldmatrix), scale and mask (tokens at or past a row's limit), online softmax
-// (state.cuh), O += P V (V via ldmatrix.trans). qf: Q fragments (A layout),
-// o / m / l: the rows' running state (m16n8 accumulator layout).
-template <typename T, int D>
+// ldmatrix), scale and mask (tokens at or past a row's limit, and before
+// `lo`), online softmax (state.cuh), O += P V (V via ldmatrix.trans). qf: Q
+// fragments (A layout), o / m / l: the rows' running state (m16n8
+// accumulator layout). kPadded tiles hold zeros in rows past the KV; a
+// kSwizzled tile's rows outside [lo, max limit) may hold anything (pages not
+// loaded, other tokens' KV, NaN): their V values are zeroed in registers,
+// since a masked probability of 0 times NaN is not 0. kRows 8: only rows 0-7
+// are live (an item of at most 8 rows): the softmax of rows 8-15 is skipped,
+// their probabilities are 0 and their o, m and l are left as they are.
+template <typename T, int D, KvSmem kLayout = KvSmem::kPadded, int kRows = 16>
 __device__ __forceinline__ void ComputeKvTile(const TreeParams& p, const T* sK, const T* sV, int32_t tok0,
                                               const int32_t (&limit)[2], const uint32_t (&qf)[D / 16][4],
-                                              float (&o)[D / 8][4], float (&m)[2], float (&l)[2], int lane) {
-  constexpr int kStride = kSmemStride<T, D>;
+                                              float (&o)[D / 8][4], float (&m)[2], float (&l)[2], int lane,
+                                              int32_t lo = INT32_MIN) {
   constexpr int kKSteps = D / 16;
   const int tq = lane % 4;
   float s[8][4];
@@ -98,26 +122,28 @@ __device__ __forceinline__ void ComputeKvTile(const TreeParams& p, const T* sK, 
 #pragma unroll
     for (int np = 0; np < 4; ++np) {
       uint32_t b[4];
-      LdMatrixX4(b, sK + (np * 16 + (mat / 2) * 8 + mrow) * kStride + ks * 16 + (mat % 2) * 8);
+      LdMatrixX4(b, sK + KvSmemOffset<T, D, kLayout>(np * 16 + (mat / 2) * 8 + mrow, ks * 16 + (mat % 2) * 8));
       Mma16816<T>(s[2 * np], qa, b[0], b[1]);
       Mma16816<T>(s[2 * np + 1], qa, b[2], b[3]);
     }
   }
+  static_assert(kRows == 8 || kRows == 16);
+  constexpr int kHalves = kRows / 8;  // row halves r (rows gq + 8 r) with a softmax
   // Scale, mask, row max over the 4 threads of a row.
   float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 2 * kHalves; ++j) {
       const int r = j / 2;
       const int32_t tok = tok0 + nt * 8 + tq * 2 + (j % 2);
-      s[nt][j] = tok < limit[r] ? s[nt][j] * p.scale_log2 : -CUDART_INF_F;
+      s[nt][j] = tok < limit[r] && tok >= lo ? s[nt][j] * p.scale_log2 : -CUDART_INF_F;
       tile_max[r] = fmaxf(tile_max[r], s[nt][j]);
     }
   }
-  float factor[2];
+  float factor[2] = {1.0f, 1.0f};
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < kHalves; ++r) {
     tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
     tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
     const float m_new = fmaxf(m[r], tile_max[r]);
@@ -129,27 +155,47 @@ __device__ __forceinline__ void ComputeKvTile(const TreeParams& p, const T* sK, 
   for (int i = 0; i < D / 8; ++i) {
     o[i][0] *= factor[0];
     o[i][1] *= factor[0];
-    o[i][2] *= factor[1];
-    o[i][3] *= factor[1];
+    if constexpr (kHalves == 2) {
+      o[i][2] *= factor[1];
+      o[i][3] *= factor[1];
+    }
   }
   uint32_t pa[4][4];
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      s[nt][j] = Prob(s[nt][j], m[j / 2]);
-      l[j / 2] += s[nt][j];
+      if (j < 2 * kHalves) {
+        s[nt][j] = Prob(s[nt][j], m[j / 2]);
+        l[j / 2] += s[nt][j];
+      } else {
+        s[nt][j] = 0.0f;
+      }
     }
     // n-tile nt covers tokens 8nt..8nt+7: k-step nt / 2, low or high half.
     pa[nt / 2][(nt % 2) * 2 + 0] = PackPair<T>(s[nt][0], s[nt][1]);
     pa[nt / 2][(nt % 2) * 2 + 1] = PackPair<T>(s[nt][2], s[nt][3]);
   }
+  const int32_t hi = max(limit[0], limit[1]);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
+    // V fragments: b[0] / b[2] hold tokens 16 kk + 2 tq + {0, 1}, b[1] / b[3] the same + 8.
+    uint32_t keep[2] = {0xffffffffu, 0xffffffffu};
+    if constexpr (kLayout == KvSmem::kSwizzled) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int32_t tok = tok0 + kk * 16 + h * 8 + tq * 2;
+        keep[h] = (tok >= lo && tok < hi ? 0x0000ffffu : 0u) | (tok + 1 >= lo && tok + 1 < hi ? 0xffff0000u : 0u);
+      }
+    }
 #pragma unroll
     for (int dp = 0; dp < D / 16; ++dp) {
       uint32_t b[4];
-      LdMatrixX4Trans(b, sV + (kk * 16 + (mat % 2) * 8 + mrow) * kStride + dp * 16 + (mat / 2) * 8);
+      LdMatrixX4Trans(b, sV + KvSmemOffset<T, D, kLayout>(kk * 16 + (mat % 2) * 8 + mrow, dp * 16 + (mat / 2) * 8));
+      if constexpr (kLayout == KvSmem::kSwizzled) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) b[j] &= keep[j % 2];
+      }
       Mma16816<T>(o[2 * dp], pa[kk], b[0], b[1]);
       Mma16816<T>(o[2 * dp + 1], pa[kk], b[2], b[3]);
     }

@@ -151,21 +151,6 @@ struct RingSlot {
   }
 };
 
-// The tile range of an item: 64-position tiles from the one holding its
-// first token. Zero tiles for an empty item.
-struct TmaTiles {
-  int32_t pos_begin, pos_end, base0;
-  int count;
-  __device__ __forceinline__ explicit TmaTiles(const WorkItem& it)
-      : pos_begin(it.first_slot + it.kv_begin),
-        pos_end(it.first_slot + it.kv_end),
-        base0(pos_begin & ~(kKvTile - 1)),
-        count(pos_end > pos_begin ? (pos_end - base0 + kKvTile - 1) / kKvTile : 0) {}
-  __device__ __forceinline__ bool Edge(int t) const {
-    return base0 + t * kKvTile < pos_begin || base0 + (t + 1) * kKvTile > pos_end;
-  }
-};
-
 // Producer warp 1: each item's q rows and row metadata into the item
 // buffers. The next item's descriptor loads during the current one.
 template <typename T, int D>
@@ -236,10 +221,7 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
   constexpr bool kBoth = kPlane == kTmaBothPlanes;
   constexpr int kFirst = kBoth ? 0 : kPlane, kLast = kBoth ? 1 : kPlane;
   const uint32_t present_bytes = box_bytes * (D / 64) * (kBoth ? 2u : 1u);  // every column block, each plane
-  // Plane pages (kv_tensor_map.h) of the layer's K and V planes.
-  const int64_t plane_page = int64_t{p.num_kv_heads} * p.page_size * D;
-  const int32_t k_page0 = static_cast<int32_t>(p.k_plane / plane_page);
-  const int32_t v_page0 = static_cast<int32_t>(p.v_plane / plane_page);
+  const int32_t k_page0 = FirstPlanePage<D>(p, p.k_plane), v_page0 = FirstPlanePage<D>(p, p.v_plane);
   RingSlot<kTmaStages<D>> stage;
   bool waited = false;
   WorkItem next = begin < end ? p.items[begin] : WorkItem{};
@@ -502,7 +484,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   if constexpr (D == kLightHeadDim) {
     if (static_cast<int32_t>(blockIdx.x) >= p.light_cta_begin) {  // a light CTA: no rings, every warp its own items
       GridDependencyWait();
-      RunLightCta<T, D>(p, smem, begin, end);
+      const LightMaps maps{&kv_multi, &kv_single, box_rows, FirstPlanePage<D>(p, p.k_plane),
+                           FirstPlanePage<D>(p, p.v_plane)};
+      RunLightCta<T, D>(p, maps, smem, begin, end);
       return;
     }
   }

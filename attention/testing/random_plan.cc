@@ -131,6 +131,32 @@ double RelativeError(const std::vector<double>& a, const std::vector<double>& b)
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-300);
 }
 
+// NaN in every (layer, K|V, page, head, slot) of `kv` that no segment of
+// `plan` holds.
+void PoisonUnusedSlots(const AttentionPlan& plan, const KvLayout& layout, DType dtype, void* kv) {
+  std::vector<char> used(static_cast<size_t>(layout.num_pages) * layout.page_size, 0);
+  for (size_t s = 0; s + 1 < plan.segment_page_indptr.size(); ++s) {
+    const int32_t* pages = plan.page_indices.data() + plan.segment_page_indptr[s];
+    for (int32_t t = 0; t < plan.segment_length[s]; ++t) {
+      const int32_t pos = plan.segment_first_slot[s] + t;
+      used[static_cast<size_t>(pages[pos / layout.page_size]) * layout.page_size + pos % layout.page_size] = 1;
+    }
+  }
+  for (int32_t layer = 0; layer < layout.num_layers; ++layer) {
+    for (int32_t plane = 0; plane < 2; ++plane) {
+      for (int64_t page = 0; page < layout.num_pages; ++page) {
+        for (int32_t head = 0; head < layout.num_kv_heads; ++head) {
+          for (int32_t slot = 0; slot < layout.page_size; ++slot) {
+            if (used[static_cast<size_t>(page) * layout.page_size + slot]) continue;
+            const int64_t base = layout.Offset(layer, plane, page, head, slot);
+            for (int32_t d = 0; d < layout.head_dim; ++d) StoreFromDouble(kv, dtype, base + d, std::nan(""));
+          }
+        }
+      }
+    }
+  }
+}
+
 AttentionProblem MakeProblem(const TreePlan& tree, const ProblemOptions& options, Rng& rng) {
   AttentionProblem p;
   p.options = options;
@@ -142,6 +168,7 @@ AttentionProblem MakeProblem(const TreePlan& tree, const ProblemOptions& options
   p.layout.dtype_bytes = static_cast<int32_t>(DTypeSize(options.kv_dtype));
   p.kv.resize(p.layout.TotalBytes());
   FillNormal(p.kv.data(), options.kv_dtype, static_cast<int64_t>(p.kv.size() / DTypeSize(options.kv_dtype)), rng);
+  if (options.poison_unused_slots) PoisonUnusedSlots(tree.plan, p.layout, options.kv_dtype, p.kv.data());
   const int64_t q_elems = int64_t{tree.plan.num_queries} * options.num_q_heads * options.head_dim;
   p.q.resize(static_cast<size_t>(q_elems) * DTypeSize(options.q_dtype));
   FillNormal(p.q.data(), options.q_dtype, q_elems, rng);

@@ -73,10 +73,14 @@ struct ProblemOptions {
   int32_t layer = 1;
   DType kv_dtype = DType::kBf16;
   DType q_dtype = DType::kBf16;
+  // Every pool slot that no segment of the plan holds (the slots before a
+  // segment's first_slot and past its end, pages no segment uses) is NaN, so
+  // that a kernel reading past its tokens without masking them shows.
+  bool poison_unused_slots = false;
 };
 
 // Random KV pool and queries for a plan (standard normal values, never zero
-// arrays). Args() points AttentionArgs at these host arrays.
+// arrays; NaN in unused slots with options.poison_unused_slots). Args() points AttentionArgs at these host arrays.
 struct AttentionProblem {
   KvLayout layout;
   ProblemOptions options;
