@@ -150,6 +150,22 @@ int32_t ChunkLength(int32_t length, int32_t wanted, const DeviceModel& device) {
 
 inline constexpr int32_t kMaxDominantChunk = 1024;
 
+// The chunk counts a dominant segment of `length` tokens can have (each
+// count's chunks of whole tiles, at most kMaxDominantChunk tokens: one
+// 2,048-token item per row block measured 59 us vs 55 on the engine row with
+// every CTA's rings, PERF_NOTES session 7), with their tiles per chunk.
+struct ChunkChoice {
+  int32_t chunks, tiles;
+};
+std::vector<ChunkChoice> DominantChunkChoices(int32_t length, const DeviceModel& device) {
+  std::vector<ChunkChoice> out;
+  for (int32_t wanted = 1; wanted <= 64; ++wanted) {
+    const int32_t len = ChunkLength(length, wanted, device);
+    if (CeilDiv(length, len) == wanted && len <= kMaxDominantChunk) out.push_back({wanted, len / kKvTile});
+  }
+  return out;
+}
+
 // The heavy side's time on `heavy_ctas` CTAs of a split kernel. When one
 // segment holds (nearly) all heavy tiles, its items are equal and a CTA runs
 // a whole number of them, so the time is counted in whole items: the chunk
@@ -158,25 +174,21 @@ inline constexpr int32_t kMaxDominantChunk = 1024;
 // whole item on the CTAs that end last (H100: 46.0 us with 2.5 8-tile items
 // per CTA vs 42.5 with 2 of 11 tiles on the engine row, session 9). Else
 // (*chunks 0: the planner's own) tiles and items spread evenly.
-double HeavySideUs(const LightLoad& load, const DeviceModel& device, int32_t heavy_ctas, int32_t* chunks) {
+// `choices`: DominantChunkChoices of the dominant segment.
+double HeavySideUs(const LightLoad& load, const DeviceModel& device, const std::vector<ChunkChoice>& choices,
+                   int32_t heavy_ctas, int32_t* chunks) {
   *chunks = 0;
   const double spread =
       (load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us) / heavy_ctas;
-  if (load.dominant < 0 || load.dominant_tiles < 0.9 * load.heavy_tiles) return spread;
+  if (load.dominant < 0 || load.dominant_tiles < 0.9 * load.heavy_tiles || choices.empty()) return spread;
   const double rest = (load.heavy_tiles - load.dominant_tiles) * device.tma_tile_us / heavy_ctas;
   double best = std::numeric_limits<double>::infinity();
-  for (int32_t wanted = 1; wanted <= 64; ++wanted) {
-    const int32_t len = ChunkLength(load.dominant_length, wanted, device);
-    const int32_t n = CeilDiv(load.dominant_length, len);
-    // Not another count's chunks, nor chunks longer than 1,024 tokens (one
-    // 2,048-token item per row block measured 59 us vs 55 on the engine row
-    // with every CTA's rings, PERF_NOTES session 7; this count has no say there).
-    if (n != wanted || len > kMaxDominantChunk) continue;
-    const double per_cta = std::ceil(load.dominant_blocks * n / heavy_ctas);
-    const double us = per_cta * (len / kKvTile * device.tma_tile_us + device.tma_item_gap_us) + rest;
+  for (const ChunkChoice& c : choices) {
+    const double per_cta = std::ceil(load.dominant_blocks * c.chunks / heavy_ctas);
+    const double us = per_cta * (c.tiles * device.tma_tile_us + device.tma_item_gap_us) + rest;
     if (us < best) {
       best = us;
-      *chunks = n;
+      *chunks = c.chunks;
     }
   }
   return best;
@@ -196,9 +208,11 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
                       int32_t* dominant_chunks) {
   *dominant_chunks = 0;
   if (load.light_items == 0.0 || load.heavy_tiles == 0.0 || ctas < 2) return 0;
+  const std::vector<ChunkChoice> choices =
+      load.dominant >= 0 ? DominantChunkChoices(load.dominant_length, device) : std::vector<ChunkChoice>{};
   if (shape.light_ctas > 0) {
     const int32_t k = std::min(shape.light_ctas, ctas - 1);
-    HeavySideUs(load, device, ctas - k, dominant_chunks);
+    HeavySideUs(load, device, choices, ctas - k, dominant_chunks);
     return k;
   }
   const double warps = kLightCtaWarps;
@@ -213,7 +227,8 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
     const double light_us =
         std::max(load.light_bytes / (k * warps * device.light_warp_bytes_per_us), load.light_chains / (k * warps));
     int32_t chunks = 0;
-    const double us = std::max(HeavySideUs(load, device, ctas - k, &chunks), light_us) + device.tma_start_us;
+    const double us =
+        std::max(HeavySideUs(load, device, choices, ctas - k, &chunks), light_us) + device.tma_start_us;
     if (us < best_us * 0.99 || (us <= best_us * 1.01 && best > 0 && light_us < best_light)) {
       best_us = std::min(us, best_us);
       best_light = light_us;
@@ -368,9 +383,9 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   //    items fill in behind the long ones), chunks of whole KV tiles; with
   //    light CTAs, light segments' items about their total / (2 x light CTAs),
   //    the others' their total / (2 x the other CTAs) or, for a dominant heavy
-  //    segment, the chunk count the split was judged with. (total / (2 x
-  //    CTAs) measured 0.78-1.02x as fast over the H100 sweep, session 9: the
-  //    extra items cost more than their finer balance gave.)
+  //    segment, the chunk count the split was judged with. (Over the H100
+  //    sweep, session 9, total / CTAs took 0.79-1.02x the time of total / (2 x
+  //    CTAs): the extra items cost more than their finer balance gave.)
   const double target = std::max((heavy_cost + light_cost) / ctas, 1e-9);
   const double heavy_target = light > 0 ? std::max(heavy_cost / (2.0 * (ctas - light)), 1e-9) : target;
   const double light_target = light > 0 ? std::max(light_cost / (2.0 * light), 1e-9) : target;
