@@ -353,12 +353,13 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     if (!light_segment[s]) {
       // Its tiles, and its items counted as if chunked by 1,024 tokens (the split's model only).
       const double blocks = RowBlockCount(mode[s], entries, group, shape.tile_rows) * shape.num_kv_heads;
-      load.heavy_tiles += blocks * CeilDiv(length, kKvTile);
+      const double tiles = blocks * CeilDiv(length, kKvTile);
+      load.heavy_tiles += tiles;
       load.heavy_items += blocks * CeilDiv(length, 1024);
-      if (blocks * CeilDiv(length, kKvTile) > load.dominant_tiles) {
+      if (tiles > load.dominant_tiles) {
         load.dominant = s;
         load.dominant_blocks = blocks;
-        load.dominant_tiles = blocks * CeilDiv(length, kKvTile);
+        load.dominant_tiles = tiles;
         load.dominant_length = length;
       }
       continue;

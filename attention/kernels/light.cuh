@@ -47,21 +47,11 @@ template <typename T, int D>
 inline constexpr int kLightSmemBytes = kLightCtaWarps * (2 * kLightTileBytes<T, D> + kLightRingBytes + 8);
 static_assert(kLightSmemBytes<__nv_bfloat16, kLightHeadDim> + 1024 <= 227 * 1024 && kLightCtaWarps <= 12);
 
-// The id of the page of box g of `it` (boxes of box_rows positions from
-// TmaTiles::base0: tile t is boxes [t B, t B + B), B = 64 / box_rows), or -1
-// for a box wholly outside the item's tokens. REQUIRES: page size a power of
-// two >= 8 (the TMA kernel's); box_rows = min(page size, 64).
-__device__ __forceinline__ int32_t LightBoxPage(const TreeParams& p, const WorkItem& it, const TmaTiles& tiles,
-                                                int32_t g, int box_rows, int page_shift) {
-  const int32_t pos = tiles.base0 + g * box_rows;
-  if (pos + box_rows <= tiles.pos_begin || pos >= tiles.pos_end) return -1;
-  return p.page_indices[it.page_begin + (pos >> page_shift)];
-}
 // Lane b's box of tile t (-1 for lanes past the tile's boxes).
 __device__ __forceinline__ int32_t LightTileBoxPage(const TreeParams& p, const WorkItem& it, const TmaTiles& tiles,
                                                     int32_t t, int box_rows, int page_shift, int lane) {
   const int boxes = kKvTile / box_rows;
-  return lane < boxes ? LightBoxPage(p, it, tiles, t * boxes + lane, box_rows, page_shift) : -1;
+  return lane < boxes ? TmaBoxPage(p, it, tiles, t * boxes + lane, box_rows, page_shift) : -1;
 }
 
 // The TMA loads a light warp issues: maps and plane pages of the launch.
@@ -73,7 +63,7 @@ struct LightMaps {
 };
 
 // Issues tile t of `it` into the stage (K at stage, V after it), completing on
-// `bar` (one arrival: lane 0's, with the bytes). `page`: LightBoxPage of
+// `bar` (one arrival: lane 0's, with the bytes). `page`: TmaBoxPage of
 // lane's box. Every lane calls.
 template <typename T, int D>
 __device__ __forceinline__ void LightIssueTile(const TreeParams& p, const LightMaps& maps, const WorkItem& it,

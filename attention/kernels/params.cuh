@@ -87,6 +87,17 @@ struct TmaTiles {
   }
 };
 
+// The id of the page of box g of `it` (boxes of box_rows positions from
+// TmaTiles::base0: tile t is boxes [t B, t B + B), B = 64 / box_rows), or -1
+// for a box past the item's tiles or wholly outside its tokens. REQUIRES: page
+// size a power of two >= 8 (the TMA kernel's); box_rows = min(page size, 64).
+__device__ __forceinline__ int32_t TmaBoxPage(const TreeParams& p, const WorkItem& it, const TmaTiles& tiles,
+                                              int32_t g, int box_rows, int page_shift) {
+  const int32_t pos = tiles.base0 + g * box_rows;
+  if (pos + box_rows <= tiles.pos_begin || pos >= tiles.pos_end) return -1;
+  return p.page_indices[it.page_begin + (pos >> page_shift)];
+}
+
 // The plane page (kv_tensor_map.h: (layer * 2 + K|V) * num_pages + page) of
 // page 0 of the plane at element offset `plane` (p.k_plane or p.v_plane).
 template <int D>

@@ -229,15 +229,8 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
     const WorkItem it = next;
     if (i + 1 < end) next = p.items[i + 1];
     const TmaTiles tiles(it);
-    const int num_boxes = tiles.count * boxes_per_tile;
-    const int32_t* pages = p.page_indices + it.page_begin;
     // Page id of box 32 w + lane (-1: past the item or wholly outside it).
-    auto window = [&](int w) -> int32_t {
-      const int k = w * 32 + lane;
-      const int32_t pos = tiles.base0 + k * box_rows;
-      if (k >= num_boxes || pos + box_rows <= tiles.pos_begin || pos >= tiles.pos_end) return -1;
-      return pages[pos >> page_shift];
-    };
+    auto window = [&](int w) -> int32_t { return TmaBoxPage(p, it, tiles, w * 32 + lane, box_rows, page_shift); };
     int32_t cur = window(0), nxt = window(1);
     int cur_w = 0;
     for (int t = 0; t < tiles.count; ++t) {
