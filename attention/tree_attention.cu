@@ -400,10 +400,12 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attribute;
     config.numAttrs = overlap_merge_ && pdl_supported_ ? 1 : 0;
-    // Few (row, head) pairs: every slot's o of a pair loaded at once (wider kernel, one wave).
-    const bool wide = Bucket(prepared_queries_) * prepared_q_heads_ <= int64_t{num_sms_} * kernels::kMergeWideWarpsPerSm;
-    if (wide) {
+    // Few (row, head) pairs: every slot's o of a pair loaded at once (wider kernel, one wave). Many at
+    // D = 64: a half-warp per pair (twice the pairs in flight).
+    if (wide_merge()) {
       BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 24>, p));
+    } else if constexpr (D == kernels::kMergeHalfWarpDim) {
+      BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8, 16>, p));
     } else {
       BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8>, p));
     }
@@ -411,9 +413,15 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   });
 }
 
+bool TreeAttention::wide_merge() const {
+  return Bucket(prepared_queries_) * prepared_q_heads_ <= int64_t{num_sms_} * kernels::kMergeWideWarpsPerSm;
+}
+
 int32_t TreeAttention::merge_grid_size() const {
-  const int64_t merge_warps = Bucket(prepared_queries_) * prepared_q_heads_;
-  return static_cast<int32_t>(std::min<int64_t>(int64_t{num_sms_} * 8, (merge_warps + 3) / 4));
+  const int64_t pairs = Bucket(prepared_queries_) * prepared_q_heads_;
+  const int lanes_per_pair = !wide_merge() && prepared_head_dim_ == kernels::kMergeHalfWarpDim ? 16 : 32;
+  const int64_t pairs_per_cta = kernels::kMergeThreads / lanes_per_pair;
+  return static_cast<int32_t>(std::min<int64_t>(int64_t{num_sms_} * 8, (pairs + pairs_per_cta - 1) / pairs_per_cta));
 }
 
 absl::Status TreeAttention::UpdateKvMaps(const AttentionArgs& args) {

@@ -209,6 +209,8 @@ class TreeAttention {
   int32_t num_sms() const { return num_sms_; }
 
  private:
+  // Whether the merge launch preloads every slot of its few (row, head) pairs (MergeKernel<D, 24>).
+  bool wide_merge() const;
   TreeAttention() = default;
   absl::Status Upload(const AttentionPlan& plan, cudaStream_t stream);
   // kv_maps_ for args' pool, layout and KV dtype, encoded only when one of

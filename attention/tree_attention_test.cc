@@ -76,9 +76,14 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     opt.plan.page_size = c.page_size;
     const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
     // NaN in every pool slot outside the plan's segments: no kernel may let
-    // the KV around its tokens (whole pages, whole tiles) into its sums.
+    // the KV around its tokens (whole pages, whole tiles) into its sums. The
+    // second trial scales each page's keys by its own factor (2^-3 .. 2^3), so
+    // that rows' running maxima jump by more than the lazy rescaling's slack.
     const testing::AttentionProblem p = testing::MakeProblem(
-        tree, {c.kv_heads, c.q_heads, c.head_dim, 2, 1, c.kv_dtype, c.q_dtype, /*poison_unused_slots=*/true}, rng);
+        tree,
+        {c.kv_heads, c.q_heads, c.head_dim, 2, 1, c.kv_dtype, c.q_dtype, /*poison_unused_slots=*/true,
+         /*page_key_scales=*/trial == 1},
+        rng);
     const int64_t n = int64_t{tree.plan.num_queries} * c.q_heads * c.head_dim;
     const int64_t nl = int64_t{tree.plan.num_queries} * c.q_heads;
     std::vector<float> want(n), want_lse(nl);

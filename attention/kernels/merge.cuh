@@ -43,13 +43,17 @@ __device__ __forceinline__ void GridDependencyWait() {
 }
 
 // Merges the partial slots [begin, end) of query row `row`, head `head` into
-// out (and lse): called by one whole warp. Partials are read through L2
-// (__ldcg): they were written by another grid (or other CTAs of this one).
-// kFirst: slots whose o is loaded with the lse (registers: kFirst * D / 32).
-template <int D, int kFirst = 8>
+// out (and lse): called by one group of kLanes lanes (a whole warp, or a
+// half-warp at D = 64: then twice the pairs in flight per wave), `lane` its
+// index in the group, `mask` the group's lanes in the warp. Partials are read
+// through L2 (__ldcg): they were written by another grid (or other CTAs of
+// this one). kFirst: slots whose o is loaded with the lse (registers: kFirst
+// * D / kLanes).
+template <int D, int kFirst = 8, int kLanes = 32>
 __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin,
-                                           int32_t end, int lane) {
-  constexpr int kPerLane = D / 32;
+                                           int32_t end, int lane, unsigned mask = 0xffffffffu) {
+  constexpr int kPerLane = D / kLanes;
+  static_assert(kPerLane == 2 || kPerLane == 4, "a lane's dims are one float2 or float4");
   const int64_t idx = int64_t{row} * p.num_q_heads + head;
   const int32_t n = end - begin;
   using Vec = std::conditional_t<kPerLane == 4, float4, float2>;
@@ -58,21 +62,21 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
   // The first kFirst slots' o go out with the lse loads (one L2 round trip
   // for all of them; the merge kernel of a small merge preloads 24: a
   // 64-leaf tree with a 2048-token prefix has 17 slots).
-  static_assert(kFirst % 8 == 0 && kFirst <= 32, "whole groups of 8 within the first 32 slots");
+  static_assert(kFirst % 8 == 0 && kFirst <= kLanes, "whole groups of 8 within the first kLanes slots");
   Vec first[kFirst];
 #pragma unroll
   for (int j = 0; j < kFirst; ++j) {
     if (j < n) first[j] = __ldcg(reinterpret_cast<const Vec*>(src + j * stride));
   }
-  // Pass 1: the lse of every slot (lane j: slots j, j + 32, ...), their max.
+  // Pass 1: the lse of every slot (lane j: slots j, j + kLanes, ...), their max.
   const float lse0 = lane < n ? __ldcg(p.partial_lse + int64_t{begin + lane} * p.num_q_heads + head) : -CUDART_INF_F;
   float max_lse = lse0;
-  for (int32_t c = lane + 32; c < n; c += 32) {
+  for (int32_t c = lane + kLanes; c < n; c += kLanes) {
     max_lse = fmaxf(max_lse, __ldcg(p.partial_lse + int64_t{begin + c} * p.num_q_heads + head));
   }
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, off));
-  // Pass 2: weights per lane, then every slot's o (the warp's dims) weighted.
+  for (int off = kLanes / 2; off > 0; off /= 2) max_lse = fmaxf(max_lse, __shfl_xor_sync(mask, max_lse, off, kLanes));
+  // Pass 2: weights per lane, then every slot's o (the group's dims) weighted.
   float acc[kPerLane];
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) acc[j] = 0.0f;
@@ -88,17 +92,17 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
     }
   };
   float sum = 0.0f;
-  for (int32_t c0 = 0; c0 < n; c0 += 32) {
+  for (int32_t c0 = 0; c0 < n; c0 += kLanes) {
     const int32_t c = c0 + lane;
     float lse = lse0;
     if (c0 > 0) lse = c < n ? __ldcg(p.partial_lse + int64_t{begin + c} * p.num_q_heads + head) : -CUDART_INF_F;
     const float w = c < n ? MergeWeight(lse, max_lse) : 0.0f;
     sum += w;
-    const int32_t count = min(32, n - c0);
-    if (c0 == 0) {  // the preloaded slots, then the rest of the first 32
+    const int32_t count = min(kLanes, n - c0);
+    if (c0 == 0) {  // the preloaded slots, then the rest of the first kLanes
 #pragma unroll
       for (int32_t k = 0; k < kFirst; ++k) {
-        const float wk = __shfl_sync(0xffffffffu, w, k);
+        const float wk = __shfl_sync(mask, w, k, kLanes);
         if (k < count) add(wk, first[k]);
       }
     }
@@ -106,13 +110,13 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
 #pragma unroll
       for (int32_t j = 0; j < 8; ++j) {
         const int32_t k = k0 + j;
-        const float wk = __shfl_sync(0xffffffffu, w, k & 31);
+        const float wk = __shfl_sync(mask, w, k % kLanes, kLanes);
         if (k < count) add(wk, __ldcg(reinterpret_cast<const Vec*>(src + (c0 + k) * stride)));
       }
     }
   }
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  for (int off = kLanes / 2; off > 0; off /= 2) sum += __shfl_xor_sync(mask, sum, off, kLanes);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) StoreAny(p.out, p.out_dtype, idx * D + lane * kPerLane + j, acc[j] * inv);
@@ -124,15 +128,17 @@ __device__ __forceinline__ void MergeRowHead(const TreeParams& p, int32_t row, i
   MergeSlots<D>(p, row, head, p.row_slot_indptr[row], p.row_slot_indptr[row + 1], lane);
 }
 
-// The warps of the whole grid stride over (row, head) pairs, kThreadsN
-// threads per CTA. The first pair's slot range (plan data only) is read
-// before `wait()`, which orders the partials' reads after their writes (the
-// PDL dependency wait, or a grid-wide barrier).
-template <int D, int kThreadsN, int kFirst = 8, typename Wait>
+// The lane groups of the whole grid (kLanes lanes each: MergeSlots) stride
+// over (row, head) pairs, kThreadsN threads per CTA. The first pair's slot
+// range (plan data only) is read before `wait()`, which orders the partials'
+// reads after their writes (the PDL dependency wait, or a grid-wide barrier).
+template <int D, int kThreadsN, int kFirst = 8, int kLanes = 32, typename Wait>
 __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wait) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = int64_t{gridDim.x} * (kThreadsN / 32);
-  int64_t idx = int64_t{blockIdx.x} * (kThreadsN / 32) + threadIdx.x / 32;
+  constexpr int kGroups = kThreadsN / kLanes;  // per CTA
+  const int lane = threadIdx.x % kLanes;
+  const unsigned mask = kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << (threadIdx.x % 32 / kLanes * kLanes);
+  const int64_t groups = int64_t{gridDim.x} * kGroups;
+  int64_t idx = int64_t{blockIdx.x} * kGroups + threadIdx.x / kLanes;
   const int64_t total = int64_t{*p.num_queries} * p.num_q_heads;
   int32_t row = static_cast<int32_t>(idx / p.num_q_heads);
   int32_t begin = 0, end = 0;
@@ -142,8 +148,8 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
   }
   wait();
   while (idx < total) {
-    MergeSlots<D, kFirst>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane);
-    idx += warps;
+    MergeSlots<D, kFirst, kLanes>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane, mask);
+    idx += groups;
     if (idx >= total) break;
     row = static_cast<int32_t>(idx / p.num_q_heads);
     begin = p.row_slot_indptr[row];
@@ -154,15 +160,18 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
 // kFirst: slots preloaded per (row, head) (MergeSlots). 24 needs ~170
 // registers (3 CTAs per SM), 8 needs 64: the host picks 24 only for merges
 // that fit in one such wave (kMergeWideWarpsPerSm warps per SM).
+// kLanes: lanes per (row, head); 16 at D = 64 (kMergeHalfWarpDim) outside the
+// wide case, so that a merge of up to 64 pairs per SM runs in one wave.
 inline constexpr int kMergeWideWarpsPerSm = 8;
-template <int D, int kFirst = 8>
+inline constexpr int kMergeHalfWarpDim = 64;
+template <int D, int kFirst = 8, int kLanes = 32>
 __global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p) {
-  static_assert(D == 64 || D == 128, "the merge's vector loads cover D / 32 = 2 or 4 floats per lane");
+  static_assert(D == 64 || D == 128, "the merge's vector loads cover D / kLanes = 2 or 4 floats per lane");
   // The prologue overlaps the item kernel under PDL.
   unsigned long long* trace = p.trace_merge != nullptr ? p.trace_merge + int64_t{blockIdx.x} * kTraceMergeWords : nullptr;
   long long clk = 0;
   if (trace != nullptr && threadIdx.x == 0) trace[0] = GlobalTimerNs();
-  MergeRowsGridStride<D, kMergeThreads, kFirst>(p, [&] {
+  MergeRowsGridStride<D, kMergeThreads, kFirst, kLanes>(p, [&] {
     GridDependencyWait();
     if (trace != nullptr && threadIdx.x == 0) {
       trace[1] = GlobalTimerNs();

@@ -4,7 +4,8 @@
 // s2 = scale * log2(e) * q . k, so exp(x) becomes exp2f(x2) (one MUFU op).
 //
 // State of one query row over the tokens seen so far:
-//   m  the largest s2 seen (-inf while no token has been seen),
+//   m  the largest s2 seen (-inf while no token has been seen; the wgmma
+//      tiles let it lag the largest by up to kRescaleSlack, LazyMax),
 //   l  sum of exp2(s2 - m) over the tokens,
 //   o  sum of exp2(s2 - m) * v (normalized by l only at the end).
 // Edge cases: a row with no visible token keeps m = -inf and l = 0; its
@@ -25,6 +26,18 @@ __device__ __forceinline__ float SafeMax(float m) { return m == -CUDART_INF_F ? 
 // Moves the running max from m_old to m_new (>= m_old); returns the factor
 // that l and o must be multiplied by (0 when the state was empty).
 __device__ __forceinline__ float RescaleFactor(float m_old, float m_new) { return exp2f(m_old - SafeMax(m_new)); }
+
+// Lazy rescaling (the wgmma tiles, wgmma_tile.cuh): the running max moves only
+// when a tile's max exceeds it by more than kRescaleSlack, so that o is
+// rescaled about once per item instead of on most tiles (a warp pays the
+// multiply when any of its 16 rows moved). Until then m stays below the true
+// max: every exp2(s2 - m) is at most 2^kRescaleSlack, l and o hold up to that
+// factor more, which fp32 state and 16-bit P (bf16 and fp16 both reach 2^15)
+// carry without loss; lse2 = m + log2(l) is the same.
+inline constexpr float kRescaleSlack = 8.0f;
+__device__ __forceinline__ float LazyMax(float m_old, float tile_max) {
+  return tile_max > m_old + kRescaleSlack ? tile_max : m_old;  // -inf + slack stays -inf: the first max moves
+}
 
 // exp2 of a score against the running max (0 for masked scores, s2 = -inf).
 __device__ __forceinline__ float Prob(float s2, float m) { return exp2f(s2 - SafeMax(m)); }

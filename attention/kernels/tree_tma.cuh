@@ -16,9 +16,10 @@
 //     the next item's descriptor during the current item.
 //   warpgroups 1-2, the consumers (kTmaConsumerRegs registers): packed rows 0-63 and
 //     64-127 of the item, tree_wgmma.cuh's tile math (S = Q K^T on wgmma,
-//     online softmax in registers, O += P V on wgmma), except that P . V of
-//     tile t - 1, issued with S of tile t, retires before the softmax of tile
-//     t: the early release of the tiles feeds the ring (PERF_NOTES session 5).
+//     online softmax in registers, O += P V on wgmma); P . V of tile t - 1
+//     is issued with S of tile t and waited for after the softmax of tile t,
+//     when V of tile t - 1 goes back to the producer (K of tile t right after
+//     S; PERF_NOTES sessions 5 and 10).
 // No thread of the math ever touches global memory except for the partial
 // states it writes; the two consumer warpgroups never wait for each other
 // except on tiles at an item's edge. At D = kLightHeadDim (64), CTAs from
@@ -413,18 +414,17 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         // (ptxas serializes every wgmma of a kernel that has one).
         IssueTileProducts<T>(s, qf, k_desc0, stage.index * kStageUnits, o, pa, v_desc0, prev.index * kStageUnits);
         if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
-        // Both products retired before the softmax: ptxas retires P . V of
-        // tile t - 1 there anyway (PERF_NOTES session 4 item 5), and so the
-        // tiles go back to the producers a softmax earlier, which the ring
-        // needs more than the overlap (PERF_NOTES session 5).
-        WgmmaWait<0>();
+        // S retired, then the softmax while P . V of tile t - 1 still runs;
+        // V of tile t - 1 goes back after it (PERF_NOTES session 10).
+        WgmmaWait<1>();
         FenceRegs(s);
-        FenceRegs(o);
         release(0, stage.index);
-        if (t > 0) release(1, prev.index);
         float factor[2];
         SoftmaxTile64(s, tok0, tok0 < it.kv_begin || tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m,
                       l, factor);
+        WgmmaWait<0>();
+        FenceRegs(o);
+        if (t > 0) release(1, prev.index);
         RescaleAndPackP<T>(o, factor, s, pa);
       } else {  // no math: done with the tiles at once
         release(0, stage.index);

@@ -63,8 +63,9 @@ __device__ __forceinline__ float FastExp2(float x) {
 }
 
 // One tile of raw scores s (token tok0 + column): when `mask`, scores of
-// tokens outside [kv_begin, limit[r]) become -inf; then the running max m and
-// sum l of each row move (row max over the 4 threads of a row), s becomes
+// tokens outside [kv_begin, limit[r]) become -inf; then the running max m
+// (lazily: LazyMax, state.cuh) and sum l of each row move (row max over the 4
+// threads of a row), s becomes
 // exp2(s * scale - m) (one FFMA and one MUFU per score), and factor[r] is what
 // the row's accumulator must be multiplied by (1 when its max did not move).
 // scale: softmax scale * log2(e) (> 0). SoftmaxTile64To writes the
@@ -87,8 +88,8 @@ __device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32],
   for (int r = 0; r < 2; ++r) {
     tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
     tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-    const float m_new = fmaxf(m[r], tile_max[r] * scale);
-    factor[r] = RescaleFactor(m[r], m_new);
+    const float m_new = LazyMax(m[r], tile_max[r] * scale);
+    factor[r] = m_new == m[r] ? 1.0f : RescaleFactor(m[r], m_new);
     m[r] = m_new;
     l[r] *= factor[r];
     neg_m[r] = -SafeMax(m_new);

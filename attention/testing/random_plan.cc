@@ -157,6 +157,21 @@ void PoisonUnusedSlots(const AttentionPlan& plan, const KvLayout& layout, DType 
   }
 }
 
+// Multiplies every page's K plane (all layers and heads) by its own 2^u, u uniform in [-3, 3).
+void ScaleKeysPerPage(const KvLayout& layout, DType dtype, void* kv, Rng& rng) {
+  for (int64_t page = 0; page < layout.num_pages; ++page) {
+    const double factor = std::exp2(rng.Uniform(-3.0f, 3.0f));
+    for (int32_t layer = 0; layer < layout.num_layers; ++layer) {
+      for (int32_t head = 0; head < layout.num_kv_heads; ++head) {
+        const int64_t base = layout.Offset(layer, 0, page, head, 0);
+        for (int64_t i = 0; i < int64_t{layout.page_size} * layout.head_dim; ++i) {
+          StoreFromDouble(kv, dtype, base + i, LoadAsDouble(kv, dtype, base + i) * factor);
+        }
+      }
+    }
+  }
+}
+
 AttentionProblem MakeProblem(const TreePlan& tree, const ProblemOptions& options, Rng& rng) {
   AttentionProblem p;
   p.options = options;
@@ -168,6 +183,7 @@ AttentionProblem MakeProblem(const TreePlan& tree, const ProblemOptions& options
   p.layout.dtype_bytes = static_cast<int32_t>(DTypeSize(options.kv_dtype));
   p.kv.resize(p.layout.TotalBytes());
   FillNormal(p.kv.data(), options.kv_dtype, static_cast<int64_t>(p.kv.size() / DTypeSize(options.kv_dtype)), rng);
+  if (options.page_key_scales) ScaleKeysPerPage(p.layout, options.kv_dtype, p.kv.data(), rng);
   if (options.poison_unused_slots) PoisonUnusedSlots(tree.plan, p.layout, options.kv_dtype, p.kv.data());
   const int64_t q_elems = int64_t{tree.plan.num_queries} * options.num_q_heads * options.head_dim;
   p.q.resize(static_cast<size_t>(q_elems) * DTypeSize(options.q_dtype));

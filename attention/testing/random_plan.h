@@ -77,6 +77,10 @@ struct ProblemOptions {
   // segment's first_slot and past its end, pages no segment uses) is NaN, so
   // that a kernel reading past its tokens without masking them shows.
   bool poison_unused_slots = false;
+  // Every page's keys (all layers and heads) times 2^u, u uniform in [-3, 3):
+  // a row's running max then jumps by many units of log2 from page to page,
+  // which the kernels' lazy rescaling (kernels/state.cuh LazyMax) must follow.
+  bool page_key_scales = false;
 };
 
 // Random KV pool and queries for a plan (standard normal values, never zero

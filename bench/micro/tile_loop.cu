@@ -11,6 +11,11 @@
 //   3 pp       mode 0 with the two warpgroups taking turns to issue (ping-pong)
 //   4 pplean   mode 2 with ping-pong
 //   5 softonly the softmax only (no tensor-core work)
+//  16 softpure the softmax only, one FFMA of feedback per score (mode 5 adds
+//              an integer conversion per score)
+//  18 kern     tree_tma.cuh's order: both products retired, then the softmax
+//              (also prints the clocks of the two phases)
+//  20 kernsync mode 18 with both warpgroups meeting at a barrier every tile
 // ("kernel+sm": mode 0 with modes 6-13's shared-memory size)
 // and, with a producer warpgroup as in the kernel (384 threads, setmaxnreg
 // 40 / 232, a ring of 5 stages of 32 KB with full / empty mbarriers; the
@@ -46,7 +51,10 @@
 
 namespace k = banyan::attention::kernels;
 using T = __nv_bfloat16;
-constexpr int D = 128, kKSteps = D / 16;
+#ifndef TILE_D
+#define TILE_D 128  // head dim: -DTILE_D=64 for the engine model's tile
+#endif
+constexpr int D = TILE_D, kKSteps = D / 16;
 constexpr int kTileBytes = 64 * D * 2, kStageBytes = 2 * kTileBytes, kStages = 2;
 
 // Waits for P . V inside both arms of a warp-uniform branch (ptxas moves a
@@ -95,6 +103,10 @@ __device__ __forceinline__ void Finish(long long t0, int group, bool lead, const
   if (lead) clocks[blockIdx.x * 2 + group] = t1 - t0;
 }
 
+// Modes 18 and 20: per CTA and warpgroup, the clocks its first warp spent in
+// the products (issue to retire) and in the softmax, summed over the tiles.
+__device__ long long g_phase[132 * 4];
+
 template <int kMode>
 __global__ void __launch_bounds__(256, 1) TileLoop(int tiles, int opaque_zero, float* sink, long long* clocks) {
 #ifdef BANYAN_WGMMA_ENABLED
@@ -129,6 +141,31 @@ __global__ void __launch_bounds__(256, 1) TileLoop(int tiles, int opaque_zero, f
       for (int j = 0; j < 32; ++j) s[j] += pr[j % 4] * 0.5f + static_cast<float>(pa[j / 8][j % 4] & 0xff);
       k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
       k::PackP<T>(pr, pa);
+      continue;
+    }
+    if constexpr (kMode == 16) {  // the softmax alone, one FFMA of feedback per score
+      float factor[2], pr[32];
+#pragma unroll
+      for (int j = 0; j < 32; ++j) s[j] = fmaf(s[j], 0.5f, l[(j % 4) / 2]);
+      k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+      k::PackP<T>(pr, pa);
+      continue;
+    }
+    if constexpr (kMode == 18 || kMode == 20) {  // tree_tma.cuh's order: both products retired, then the softmax
+      if constexpr (kMode == 20) k::NamedBarrierSync(1, 256);  // both warpgroups start every tile together
+      const long long c0 = clock64();
+      k::IssueTileProducts<T>(s, qf, k_desc0, cur, o, pa, v_desc0, prev, 0);
+      k::WgmmaWait<0>();
+      k::FenceRegs(s);
+      k::FenceRegs(o);
+      const long long c1 = clock64();
+      float factor[2];
+      k::SoftmaxTile64(s, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+      k::RescaleAndPackP<T>(o, factor, s, pa);
+      if (threadIdx.x % 128 == 0) {
+        g_phase[blockIdx.x * 4 + group * 2] += c1 - c0;
+        g_phase[blockIdx.x * 4 + group * 2 + 1] += clock64() - c1;
+      }
       continue;
     }
     if (kPp) k::NamedBarrierSync(2 + group, 256);
@@ -349,7 +386,7 @@ void Run(const char* name, int ctas, int tiles, int extra_smem = 0) {
 int main() {
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
-  std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  std::printf("%s, %d SMs, D %d (%d clk of tensor time per tile)\n", prop.name, prop.multiProcessorCount, D, 8 * D);
   const int tiles = 2048;
   for (const int ctas : {1, prop.multiProcessorCount}) {
     Run<0>("kernel", ctas, tiles);
@@ -358,6 +395,17 @@ int main() {
     Run<3>("pp", ctas, tiles);
     Run<4>("pplean", ctas, tiles);
     Run<5>("softonly", ctas, tiles);
+    Run<16>("softpure", ctas, tiles);
+    for (const int mode : {18, 20}) {
+      long long zero[132 * 4] = {};
+      cudaMemcpyToSymbol(g_phase, zero, sizeof(zero));
+      if (mode == 18) Run<18>("kern", ctas, tiles);
+      if (mode == 20) Run<20>("kernsync", ctas, tiles);
+      long long ph[4];
+      cudaMemcpyFromSymbol(ph, g_phase, sizeof(ph));
+      std::printf("          CTA 0 per tile (6 launches): products wg0 %lld wg1 %lld, softmax wg0 %lld wg1 %lld\n",
+                  ph[0] / (6 * tiles), ph[2] / (6 * tiles), ph[1] / (6 * tiles), ph[3] / (6 * tiles));
+    }
     Run<0>("kernel+sm", ctas, tiles, 3 * kStageBytes);  // mode 0 with FedLoop's shared memory size
   }
   char* source;
