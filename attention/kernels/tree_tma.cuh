@@ -103,7 +103,10 @@ template <typename T, int D>
 struct TmaSmem {
   static constexpr int kTileBytes = kKvTile * D * static_cast<int>(sizeof(T));  // one K or V tile
   static constexpr int kStageBytes = 2 * kTileBytes;
-  static constexpr int kQStride = D + 16 / static_cast<int>(sizeof(T));  // elements per q row (16 B pad)
+  // Elements per q row, unpadded: an entry's rows (its query heads of the KV
+  // group, consecutive in q) land with one bulk copy. The consumers read the
+  // rows once per item, with 8-way bank conflicts.
+  static constexpr int kQStride = D;
   static constexpr int kQBytes = kTileRows * kQStride * static_cast<int>(sizeof(T));
   static constexpr int kKvOffset = 0;
   static constexpr int kQOffset = kTmaStages<D> * kStageBytes;
@@ -197,8 +200,14 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
       meta->entry[r] = entry;
       meta->head[r] = head;
       meta->limit[r] = min(kv_limit[k], it.kv_end);
-      BulkCopyToShared(q_rows + r * L::kQStride, q + (int64_t{q_row[k]} * p.num_q_heads + head) * D, D * sizeof(T),
-                       item_full);
+      // One copy per entry (its first row in the item): the TMA unit takes
+      // small copies one at a time (128 row copies made an item's q the
+      // last thing to land, PERF_NOTES session 10).
+      if (packed % p.group == 0 || r == 0) {
+        const int32_t rows = min(p.group - packed % p.group, it.row_count - r);
+        BulkCopyToShared(q_rows + r * L::kQStride, q + (int64_t{q_row[k]} * p.num_q_heads + head) * D,
+                         static_cast<uint32_t>(rows) * D * sizeof(T), item_full);
+      }
     }
     MbarrierArrive(item_full);
     buf.Advance();
