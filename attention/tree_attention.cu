@@ -346,7 +346,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
       return absl::OkStatus();
     });
   }
-  // The merge: one warp per (row, head), grid-stride; the grid depends only on the bucket.
+  // The merge: a warp (a half-warp at D 64) per (row, head), grid-stride; the grid depends only on the bucket.
   const int merge_grid = merge_grid_size();
   return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;

@@ -37,10 +37,12 @@
 //  15 early     mode 6 with the next stage's `full` tested (test_wait) while the
 //               products run; the blocking wait only when it had not landed
 // Prints clocks per tile per CTA (both warpgroups' rows: 4.2 MFLOP, 1,024
-// clocks at 4,096 FLOP/clk) and microseconds per tile over the grid.
-//   nvcc -O3 -std=c++20 -I. -gencode arch=compute_90a,code=sm_90a -o tile_loop bench/micro/tile_loop.cu
+// clocks at 4,096 FLOP/clk at D 128; half at D 64) and microseconds per tile
+// over the grid.
+//   nvcc -O3 -std=c++20 -I. [-DTILE_D=64] -gencode arch=compute_90a,code=sm_90a -o tile_loop bench/micro/tile_loop.cu
 // Results (H100, 2026-11-23): bench/RESULTS.md "Session 5: light items spread, ...";
-// raw: bench/peers/results/h100_2026-11-23_attention_s5_ab.txt.
+// raw: bench/peers/results/h100_2026-11-23_attention_s5_ab.txt. Modes 16-20
+// and D 64: RESULTS "Session 10: lazy rescaling, ..." and PERF_NOTES session 10.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
