@@ -203,8 +203,9 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
     for (int32_t t = 0; t < tiles.count; ++t) {
       // The boxes after this tile: the item's next tile, or the next item's first.
       const bool last = t + 1 == tiles.count;
-      const int32_t page = !last ? LightTileBoxPage(p, it, tiles, t + 1, maps.box_rows, page_shift, lane)
-                                 : (more ? LightTileBoxPage(p, next, next_tiles, 0, maps.box_rows, page_shift, lane) : -1);
+      const int32_t page =
+          !last ? LightTileBoxPage(p, it, tiles, t + 1, maps.box_rows, page_shift, lane)
+                : (more ? LightTileBoxPage(p, next, next_tiles, 0, maps.box_rows, page_shift, lane) : -1);
       MbarrierWait(bar, phase);
       phase ^= 1u;
       const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
