@@ -212,8 +212,16 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
           return absl::OkStatus();
         }
         if (variant_ == KernelVariant::kTma) {
-          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, ConfigureKernel(kernels::PersistentTmaKernel<T, D>,
-                                                               kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+          // Both register splits at D = 128 (the rings, which pick one, are decided after the plan).
+          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm,
+                                  ConfigureKernel(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>,
+                                                  kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+          if constexpr (kernels::TmaProducerRegsFor(D, false) == kernels::kTmaLeanProducer) {
+            BANYAN_ASSIGN_OR_RETURN(const int lean_ctas_per_sm,
+                                    ConfigureKernel(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>,
+                                                    kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+            ctas_per_sm = std::min(ctas_per_sm, lean_ctas_per_sm);
+          }
           return absl::OkStatus();
         }
       }
@@ -373,11 +381,21 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
         CUtensorMap multi, single;
         std::memcpy(&multi, kv_maps_.multi.bytes, sizeof(multi));
         std::memcpy(&single, kv_maps_.single.bytes, sizeof(single));
-        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentTmaKernel<T, D>, p, multi, single,
-                                                       KvTensorMapBoxRows(args.layout),
-                                                       (tma_pingpong_ ? kernels::kTmaPingPong : 0) |
-                                                           (tma_split_small_ ? kernels::kTmaSplitSmall : 0) |
-                                                           (tma_split_kv_ ? kernels::kTmaSplitKv : 0)));
+        const int32_t flags = (tma_pingpong_ ? kernels::kTmaPingPong : 0) |
+                              (tma_split_small_ ? kernels::kTmaSplitSmall : 0) |
+                              (tma_split_kv_ ? kernels::kTmaSplitKv : 0);
+        const int32_t box_rows = KvTensorMapBoxRows(args.layout);
+        auto launch = [&](auto kernel) -> absl::Status {
+          BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernel, p, multi, single, box_rows, flags));
+          return absl::OkStatus();
+        };
+        if constexpr (kernels::TmaProducerRegsFor(D, false) == kernels::kTmaFedProducer) {
+          BANYAN_RETURN_IF_ERROR(launch(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>));
+        } else if (tma_split_kv_) {
+          BANYAN_RETURN_IF_ERROR(launch(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>));
+        } else {
+          BANYAN_RETURN_IF_ERROR(launch(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>));
+        }
       }
     } else if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {

@@ -2,7 +2,7 @@
 // KernelVariant::kTma): the same work items, math (state.cuh) and partial
 // outputs as PersistentWgmmaKernel (tree_wgmma.cuh), restructured the way
 // FlashAttention-3 feeds its tensor cores. 384 threads:
-//   warpgroup 0, the producers (kTmaProducerRegs registers; two or three
+//   warpgroup 0, the producers (40 or 64 registers, below; two or three
 //     warps work): warp 1 copies each item's q rows (one 1-D bulk copy per
 //     row into a padded row-major buffer) and row metadata into the item
 //     buffer; warp 0 issues, per 64-token KV tile, TMA box loads (tensor maps
@@ -14,7 +14,7 @@
 //     one per page. Page ids come a 32-box window at a time, one per lane,
 //     the next window loaded while the current one is used; each warp loads
 //     the next item's descriptor during the current item.
-//   warpgroups 1-2, the consumers (kTmaConsumerRegs registers): packed rows 0-63 and
+//   warpgroups 1-2, the consumers (232 or 216 registers): packed rows 0-63 and
 //     64-127 of the item, tree_wgmma.cuh's tile math (S = Q K^T on wgmma,
 //     online softmax in registers, O += P V on wgmma); P . V of tile t - 1
 //     is issued with S of tile t and waited for after the softmax of tile t,
@@ -66,10 +66,24 @@ inline constexpr int kTmaThreads = 128 + kTmaConsumerThreads;
 // registers (at the item's start), so the next item's q rows still load
 // during the current item; its 35 KB buy a fifth KV stage at D = 128.
 inline constexpr int kTmaItemBuffers = 1;
-// Registers per thread after setmaxnreg (128 x 40 + 256 x 232 <= 64 K): the
-// consumers need more than the 168 of an even split to keep wgmma pipelined.
-inline constexpr int kTmaProducerRegs = 40;
-inline constexpr int kTmaConsumerRegs = 232;
+// Registers per thread after setmaxnreg (128 x producer + 256 x consumer <=
+// 64 K): the consumers need more than the 168 of an even split to keep wgmma
+// pipelined. Two splits, a kernel template argument each: kTmaLeanProducer
+// (40 / 232: the producer warps spill ~230 bytes, ptxas -v) and
+// kTmaFedProducer (64 / 216: ~20 bytes). H200, session 11: the fed split is
+// 2-4% faster at D = 64 (the engine rows, light CTAs or not) and 5-9% with
+// scattered pages (split rings: three producer warps), the lean one 1-2% at
+// D = 128 with ordered pages (TmaProducerRegsFor).
+inline constexpr int kTmaLeanProducer = 40;
+inline constexpr int kTmaFedProducer = 64;
+template <int kProducerRegs>
+inline constexpr int kTmaConsumerRegsFor = kProducerRegs == kTmaLeanProducer ? 232 : 216;
+static_assert(128 * kTmaLeanProducer + 256 * kTmaConsumerRegsFor<kTmaLeanProducer> <= 65536 &&
+              128 * kTmaFedProducer + 256 * kTmaConsumerRegsFor<kTmaFedProducer> <= 65536);
+// The split for a launch: fed at D = 64 and with split K / V rings.
+constexpr int TmaProducerRegsFor(int head_dim, bool split_kv) {
+  return head_dim == 64 || split_kv ? kTmaFedProducer : kTmaLeanProducer;
+}
 static_assert(kTmaConsumerThreads / 128 * 64 == kTileRows);  // 64 packed rows per consumer warpgroup
 
 // PersistentTmaKernel's `flags`: kTmaPingPong, the consumer warpgroups take
@@ -471,8 +485,9 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 // kernels before it write.
 // kv_multi / kv_single: the 5-D tensor maps over the whole KV pool
 // (kv_tensor_map.h), box_rows slots per page box. flags: kTmaPingPong,
-// kTmaSplitSmall, kTmaSplitKv.
-template <typename T, int D>
+// kTmaSplitSmall, kTmaSplitKv. kProducerRegs: kTmaLeanProducer or
+// kTmaFedProducer (the register split above).
+template <typename T, int D, int kProducerRegs>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_multi,
                         const __grid_constant__ CUtensorMap kv_single, int32_t box_rows, int32_t flags) {
@@ -508,7 +523,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   }
   __syncthreads();
   if (threadIdx.x < 128) {
-    ShrinkRegisters<kTmaProducerRegs>();
+    ShrinkRegisters<kProducerRegs>();
     const bool split_kv = (flags & kTmaSplitKv) != 0;
     if (threadIdx.x < 32 && split_kv) {
       TmaProduceKv<T, D, 0>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
@@ -520,7 +535,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       TmaProduceKv<T, D, 1>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
     }
   } else {
-    GrowRegisters<kTmaConsumerRegs>();
+    GrowRegisters<kTmaConsumerRegsFor<kProducerRegs>>();
     TmaConsume<T, D>(p, smem, begin, end, (flags & kTmaPingPong) != 0, (flags & kTmaSplitSmall) != 0,
                      (flags & kTmaSplitKv) != 0);
   }
