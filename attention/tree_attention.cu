@@ -383,7 +383,8 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
         std::memcpy(&single, kv_maps_.single.bytes, sizeof(single));
         const int32_t flags = (tma_pingpong_ ? kernels::kTmaPingPong : 0) |
                               (tma_split_small_ ? kernels::kTmaSplitSmall : 0) |
-                              (tma_split_kv_ ? kernels::kTmaSplitKv : 0);
+                              (tma_split_kv_ ? kernels::kTmaSplitKv : 0) |
+                              (tma_gate_start_ && kernels::TmaGateStart(D, tma_split_kv_) ? kernels::kTmaGateStart : 0);
         const int32_t box_rows = KvTensorMapBoxRows(args.layout);
         auto launch = [&](auto kernel) -> absl::Status {
           BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernel, p, multi, single, box_rows, flags));

@@ -197,6 +197,12 @@ class TreeAttention {
   // (bench/RESULTS.md session 5): kSplit 11-14% faster with scattered page
   // ids on the large shapes, 2-4% slower with ordered ones. Takes effect at
   // the next Prepare.
+  // kTma only. true (default): at head dim 128 with shared rings, each
+  // CTA's KV producer issues one tile, then waits until the first item's q
+  // rows are on their way before filling the rest of its ring
+  // (kernels/tree_tma.cuh kTmaGateStart); false: never. Takes effect at the
+  // next Run.
+  void set_tma_gate_start(bool gate) { tma_gate_start_ = gate; }
   enum class TmaRings { kAuto, kShared, kSplit };
   static constexpr double kTmaSharedMinShare = 0.5;
   void set_tma_rings(TmaRings rings) { tma_rings_ = rings; }
@@ -229,6 +235,7 @@ class TreeAttention {
   bool grid_merge_ = false;
   bool tma_pingpong_ = kTmaPingPong;
   bool tma_split_small_ = kTmaSplitSmall;
+  bool tma_gate_start_ = true;
   TmaRings tma_rings_ = TmaRings::kAuto;
   bool tma_split_kv_ = false;
   bool group_items_ = true;

@@ -37,6 +37,8 @@
 //            consumer warpgroup 0 (TreeAttention::set_tma_split_small(false))
 //   BANYAN_BENCH_NO_SPREAD=1                     light items after heavy ones
 //            (TreeAttention::set_spread_light(false))
+//   BANYAN_BENCH_TMA_NO_GATE=1                   kTma without the start gate
+//            (TreeAttention::set_tma_gate_start(false))
 //   BANYAN_BENCH_TMA_RINGS=shared|split          kTma's rings forced
 //            (TreeAttention::set_tma_rings; default kAuto by page order)
 //   BANYAN_BENCH_MIN_CHUNK=n                     fewest tokens of a split-K chunk
@@ -213,6 +215,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   (*runner)->set_tma_pingpong(v.tma_pingpong);
   if (const char* nosplit = std::getenv("BANYAN_BENCH_TMA_NOSPLIT"); nosplit != nullptr && nosplit[0] == '1') {
     (*runner)->set_tma_split_small(false);  // A/B of TreeAttention::set_tma_split_small
+  }
+  if (const char* nogate = std::getenv("BANYAN_BENCH_TMA_NO_GATE"); nogate != nullptr && nogate[0] == '1') {
+    (*runner)->set_tma_gate_start(false);  // A/B of TreeAttention::set_tma_gate_start
   }
   if (const char* rings = std::getenv("BANYAN_BENCH_TMA_RINGS"); rings != nullptr) {  // A/B of set_tma_rings
     using R = TreeAttention::TmaRings;

@@ -43,7 +43,7 @@
 // The only generic-proxy writes the tensor cores read are the zeroed V rows:
 // the consumers fence the async proxy and meet at named barrier 1 before
 // using them (a split small item's warpgroup alone: named barrier 4 + its
-// index).
+// index). The producers meet once, at named barrier 6 (kTmaStartGate, below).
 #ifndef BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
 #define BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
 
@@ -84,6 +84,10 @@ static_assert(128 * kTmaLeanProducer + 256 * kTmaConsumerRegsFor<kTmaLeanProduce
 constexpr int TmaProducerRegsFor(int head_dim, bool split_kv) {
   return head_dim == 64 || split_kv ? kTmaFedProducer : kTmaLeanProducer;
 }
+// Whether a launch may use the start gate (kTmaGateStart, below).
+constexpr bool TmaGateStart(int head_dim, bool split_kv) {
+  return TmaProducerRegsFor(head_dim, split_kv) == kTmaLeanProducer;
+}
 static_assert(kTmaConsumerThreads / 128 * 64 == kTileRows);  // 64 packed rows per consumer warpgroup
 
 // PersistentTmaKernel's `flags`: kTmaPingPong, the consumer warpgroups take
@@ -98,6 +102,19 @@ inline constexpr int32_t kTmaSplitSmall = 2;
 inline constexpr int32_t kTmaSplitKv = 4;
 // TmaProduceKv's plane argument for both planes.
 inline constexpr int kTmaBothPlanes = 2;
+// kTmaGateStart, the start gate (named barrier kTmaStartGate): the KV warps
+// issue the first item's first kTmaGatedTiles tiles, then wait until the
+// items warp has issued the item's q copies before filling the rest of the
+// ring, so that the q rows do not queue behind a whole ring of KV boxes in
+// the SM's TMA unit (the consumers need both q and the first tile to start).
+// H200, session 11: 2-4% faster at D = 128 with shared rings (small shape
+// 16.1 -> 15.7 us), ~2% slower with split rings, within 1% at D = 64; the
+// host sets it at D = 128 with shared rings only (TmaGateStart), which is
+// where the lean register split runs.
+inline constexpr int32_t kTmaGateStart = 8;
+inline constexpr int kTmaStartGate = 6;
+inline constexpr int kTmaGatedTiles = 1;
+__device__ __forceinline__ int TmaStartGateThreads(bool split_kv) { return split_kv ? 96 : 64; }
 
 // KV stages: D = 128 5 x 32 KB, D = 64 10 x 16 KB (with the item buffer,
 // under the 227 KB of shared memory a CTA may have).
@@ -172,7 +189,8 @@ struct RingSlot {
 // Producer warp 1: each item's q rows and row metadata into the item
 // buffers. The next item's descriptor loads during the current one.
 template <typename T, int D>
-__device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem, int32_t begin, int32_t end) {
+__device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem, int32_t begin, int32_t end,
+                                                bool split_kv, bool gate) {
   using L = TmaSmem<T, D>;
   const int lane = threadIdx.x % 32;
   const T* q = static_cast<const T*>(p.q);
@@ -224,6 +242,7 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
       }
     }
     MbarrierArrive(item_full);
+    if (i == begin && gate) NamedBarrierArrive(kTmaStartGate, TmaStartGateThreads(split_kv));  // the q copies are out
     buf.Advance();
   }
 }
@@ -235,7 +254,7 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
 // item's descriptor loads during the current one.
 template <typename T, int D, int kPlane>
 __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensorMap* multi, const CUtensorMap* single,
-                                             int32_t box_rows, char* smem, int32_t begin, int32_t end) {
+                                             int32_t box_rows, char* smem, int32_t begin, int32_t end, bool gate) {
   using L = TmaSmem<T, D>;
   const int lane = threadIdx.x % 32;
   const int page_shift = __ffs(p.page_size) - 1;
@@ -248,6 +267,11 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
   const int32_t k_page0 = FirstPlanePage<D>(p, p.k_plane), v_page0 = FirstPlanePage<D>(p, p.v_plane);
   RingSlot<kTmaStages<D>> stage;
   bool waited = false;
+  bool gated = !gate || begin == end;  // the start gate passed (no items: the items warp never arrives either)
+  auto pass_gate = [&] {
+    NamedBarrierSync(kTmaStartGate, TmaStartGateThreads(!kBoth));
+    gated = true;
+  };
   WorkItem next = begin < end ? p.items[begin] : WorkItem{};
   for (int32_t i = begin; i < end; ++i) {
     const WorkItem it = next;
@@ -258,6 +282,7 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
     int32_t cur = window(0), nxt = window(1);
     int cur_w = 0;
     for (int t = 0; t < tiles.count; ++t) {
+      if (!gated && (i > begin || t >= kTmaGatedTiles)) pass_gate();
       const int k0 = t * boxes_per_tile;  // a tile's boxes share one window (boxes_per_tile divides 32)
       if (k0 / 32 != cur_w) {
         cur_w = k0 / 32;
@@ -308,6 +333,7 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
       stage.Advance();
     }
   }
+  if (!gated) pass_gate();  // a plan whose items hold at most kTmaGatedTiles tiles in all
 }
 
 // Zeroes the V rows of an edge tile whose positions lie outside
@@ -357,15 +383,17 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     const int row_warp = small ? cwarp % 4 : cwarp;  // this warp's 16 rows of the item
     // Warpgroup-uniform: whether this warpgroup has rows of the item.
     const bool group_active = small ? group == (i & 1) : group * 64 < it.row_count;
-    int32_t entry[2], head[2], limit[2];
+    int32_t slot[2], head[2], limit[2];
     bool valid[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int local = row_warp * 16 + gq + r * 8;
       valid[r] = group_active && local < it.row_count;
-      entry[r] = valid[r] ? meta->entry[local] : it.entry_begin;
       head[r] = valid[r] ? meta->head[local] : 0;
       limit[r] = valid[r] ? meta->limit[local] : 0;
+      // The rows' partial slots, loaded now and used at the item's end: the
+      // load's round trip hides behind the tiles instead of following them.
+      slot[r] = valid[r] ? p.entry_partial_base[meta->entry[local]] + it.chunk : 0;
     }
     const T* q_rows = L::QRows(smem, buf.index);
     uint32_t qf[kKSteps][4];
@@ -461,7 +489,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       if (group_active) LastTileProduct<T>(o, pa, v_desc0, prev.index * kStageUnits);
       release(1, prev.index);
     }
-    StoreRowPartials<D>(p, it, entry, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
+    StoreRowPartialsAt<D>(p, slot, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
     ItemTraceEnd(p, ct == 0, i == begin, it.row_count, tiles.count, group_active);
   }
 #else
@@ -485,7 +513,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 // kernels before it write.
 // kv_multi / kv_single: the 5-D tensor maps over the whole KV pool
 // (kv_tensor_map.h), box_rows slots per page box. flags: kTmaPingPong,
-// kTmaSplitSmall, kTmaSplitKv. kProducerRegs: kTmaLeanProducer or
+// kTmaSplitSmall, kTmaSplitKv, kTmaGateStart. kProducerRegs: kTmaLeanProducer or
 // kTmaFedProducer (the register split above).
 template <typename T, int D, int kProducerRegs>
 __global__ void __launch_bounds__(kTmaThreads, 1)
@@ -524,15 +552,18 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   __syncthreads();
   if (threadIdx.x < 128) {
     ShrinkRegisters<kProducerRegs>();
+    // The gate's code exists only in the lean split's instantiation (the host never gates a fed one: with
+    // the gate compiled in, the split rings ran ~2% slower ungated).
     const bool split_kv = (flags & kTmaSplitKv) != 0;
+    const bool gate = kProducerRegs == kTmaLeanProducer && (flags & kTmaGateStart) != 0;
     if (threadIdx.x < 32 && split_kv) {
-      TmaProduceKv<T, D, 0>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
+      TmaProduceKv<T, D, 0>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate);
     } else if (threadIdx.x < 32) {
-      TmaProduceKv<T, D, kTmaBothPlanes>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
+      TmaProduceKv<T, D, kTmaBothPlanes>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate);
     } else if (threadIdx.x < 64) {
-      TmaProduceItems<T, D>(p, smem, begin, end);
+      TmaProduceItems<T, D>(p, smem, begin, end, split_kv, gate);
     } else if (threadIdx.x < 96 && split_kv) {
-      TmaProduceKv<T, D, 1>(p, &kv_multi, &kv_single, box_rows, smem, begin, end);
+      TmaProduceKv<T, D, 1>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate);
     }
   } else {
     GrowRegisters<kTmaConsumerRegsFor<kProducerRegs>>();
