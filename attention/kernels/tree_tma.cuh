@@ -173,6 +173,28 @@ inline constexpr int kTmaSmemBytes =
     1024;
 static_assert(kTmaSmemBytes<__nv_bfloat16, 128> <= 227 * 1024 && kTmaSmemBytes<__nv_bfloat16, 64> <= 227 * 1024);
 
+// The CTA's head block (work_plan.h kHeadStride): its first item, words
+// [0, 12), and its item range, words 12 and 13, one cold round trip instead
+// of two (cta_item_indptr, then the item). Read by the fed register split's
+// instantiation only (H200, session 11: with scattered pages 1-7% faster,
+// small shape 16.2 -> 15.1 us; with the lean split at D = 128 and ordered
+// pages no faster and up to 3% slower).
+__device__ __forceinline__ const int4* CtaHead(const TreeParams& p) {
+  return reinterpret_cast<const int4*>(p.cta_head + int64_t{blockIdx.x} * kHeadStride);
+}
+__device__ __forceinline__ WorkItem CtaFirstItem(const TreeParams& p) {
+  static_assert(sizeof(WorkItem) == 3 * sizeof(int4));
+  union {
+    int4 words[3];
+    WorkItem item;
+  } u;
+  const int4* head = CtaHead(p);
+  u.words[0] = head[0];
+  u.words[1] = head[1];
+  u.words[2] = head[2];
+  return u.item;
+}
+
 // A ring position: stage index and the parity of its current use.
 template <int kSize>
 struct RingSlot {
@@ -190,12 +212,12 @@ struct RingSlot {
 // buffers. The next item's descriptor loads during the current one.
 template <typename T, int D>
 __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem, int32_t begin, int32_t end,
-                                                bool split_kv, bool gate) {
+                                                bool split_kv, bool gate, bool from_head) {
   using L = TmaSmem<T, D>;
   const int lane = threadIdx.x % 32;
   const T* q = static_cast<const T*>(p.q);
   RingSlot<kTmaItemBuffers> buf;
-  WorkItem next = begin < end ? p.items[begin] : WorkItem{};
+  WorkItem next = begin >= end ? WorkItem{} : from_head ? CtaFirstItem(p) : p.items[begin];
   constexpr int kRowsPerLane = kTileRows / 32;
   for (int32_t i = begin; i < end; ++i) {
     const WorkItem it = next;
@@ -254,7 +276,8 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
 // item's descriptor loads during the current one.
 template <typename T, int D, int kPlane>
 __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensorMap* multi, const CUtensorMap* single,
-                                             int32_t box_rows, char* smem, int32_t begin, int32_t end, bool gate) {
+                                             int32_t box_rows, char* smem, int32_t begin, int32_t end, bool gate,
+                                             bool from_head) {
   using L = TmaSmem<T, D>;
   const int lane = threadIdx.x % 32;
   const int page_shift = __ffs(p.page_size) - 1;
@@ -272,7 +295,7 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
     NamedBarrierSync(kTmaStartGate, TmaStartGateThreads(!kBoth));
     gated = true;
   };
-  WorkItem next = begin < end ? p.items[begin] : WorkItem{};
+  WorkItem next = begin >= end ? WorkItem{} : from_head ? CtaFirstItem(p) : p.items[begin];
   for (int32_t i = begin; i < end; ++i) {
     const WorkItem it = next;
     if (i + 1 < end) next = p.items[i + 1];
@@ -525,7 +548,16 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
   TriggerDependents();  // the merge grid may launch now; it waits for this grid's completion
   TraceRecord(p, 0, 4);
-  const int32_t begin = p.cta_item_indptr[blockIdx.x], end = p.cta_item_indptr[blockIdx.x + 1];
+  constexpr bool kFromHead = kProducerRegs == kTmaFedProducer;  // the CTA head (CtaHead)
+  int32_t begin, end;
+  if constexpr (kFromHead) {
+    const int4 span = CtaHead(p)[3];  // words 12-15: begin, end (the plan's cta_item_indptr), ...
+    begin = span.x;
+    end = span.y;
+  } else {
+    begin = p.cta_item_indptr[blockIdx.x];
+    end = p.cta_item_indptr[blockIdx.x + 1];
+  }
   if constexpr (D == kLightHeadDim) {
     if (static_cast<int32_t>(blockIdx.x) >= p.light_cta_begin) {  // a light CTA: no rings, every warp its own items
       GridDependencyWait();
@@ -557,13 +589,13 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     const bool split_kv = (flags & kTmaSplitKv) != 0;
     const bool gate = kProducerRegs == kTmaLeanProducer && (flags & kTmaGateStart) != 0;
     if (threadIdx.x < 32 && split_kv) {
-      TmaProduceKv<T, D, 0>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate);
+      TmaProduceKv<T, D, 0>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead);
     } else if (threadIdx.x < 32) {
-      TmaProduceKv<T, D, kTmaBothPlanes>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate);
+      TmaProduceKv<T, D, kTmaBothPlanes>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead);
     } else if (threadIdx.x < 64) {
-      TmaProduceItems<T, D>(p, smem, begin, end, split_kv, gate);
+      TmaProduceItems<T, D>(p, smem, begin, end, split_kv, gate, kFromHead);
     } else if (threadIdx.x < 96 && split_kv) {
-      TmaProduceKv<T, D, 1>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate);
+      TmaProduceKv<T, D, 1>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead);
     }
   } else {
     GrowRegisters<kTmaConsumerRegsFor<kProducerRegs>>();
