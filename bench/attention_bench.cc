@@ -30,7 +30,8 @@
 //   BANYAN_BENCH_TRACE=1 attention_bench ...     also 5 traced Runs per row:
 //            where the time goes (globaltimer per CTA, TreeAttention::set_trace)
 //   BANYAN_BENCH_TRACE_DUMP=<file>               with the trace: every CTA's raw
-//            words of the last traced Run appended to <file> (kernels/params.cuh)
+//            words of the last traced Run appended to <file> (kernels/params.cuh),
+//            item CTAs then merge CTAs
 //   BANYAN_BENCH_ORDERED_PAGES=1                 page ids in order (a fresh pool)
 //            instead of scattered over the pool (a fragmented one)
 //   BANYAN_BENCH_TMA_NOSPLIT=1                   kTma with every small item on
@@ -133,8 +134,10 @@ std::vector<std::string>& Order() {
   return *order;
 }
 
-// Appends one traced Run's raw item-CTA words to `path`, a line per CTA:
-// "<variant shape>|cta|word 0..n-1", timer words (0, 2, 3) relative to t0.
+// Appends one traced Run's raw item-CTA (or merge-CTA, "merge <variant
+// shape>") words to `path`, a line per CTA: "<variant shape>|cta|word
+// 0..n-1", timer words (item CTAs 0, 2, 3; merge CTAs 0-2) relative to t0.
+constexpr int kTraceMergeWordsDumped = 4;
 void DumpTrace(const char* path, const std::string& key, const unsigned long long* h, int32_t grid, int words,
                unsigned long long t0) {
   FILE* f = std::fopen(path, "a");
@@ -143,7 +146,7 @@ void DumpTrace(const char* path, const std::string& key, const unsigned long lon
     std::fprintf(f, "%s|%d", key.c_str(), b);
     for (int k = 0; k < words; ++k) {
       const unsigned long long w = h[b * words + k];
-      const bool timer = (k == 0 || k == 2 || k == 3) && w != 0;
+      const bool timer = (words == kTraceMergeWordsDumped ? k < 3 : (k == 0 || k == 2 || k == 3)) && w != 0;
       std::fprintf(f, "|%llu", timer ? w - t0 : w);
     }
     std::fprintf(f, "\n");
@@ -282,6 +285,8 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
       for (int32_t b = 0; b < grid; ++b) t0 = std::min(t0, h[b * kItemWords]);
       if (const char* dump = std::getenv("BANYAN_BENCH_TRACE_DUMP"); dump != nullptr && rep == 4) {
         DumpTrace(dump, std::string(v.tag) + " " + shape.name, h.data(), grid, kItemWords, t0);
+        DumpTrace(dump, std::string("merge ") + v.tag + " " + shape.name,
+                  h.data() + static_cast<size_t>(grid) * kItemWords, merge_grid, kMergeWords, t0);
       }
       auto us = [&](unsigned long long t) { return (static_cast<double>(t) - static_cast<double>(t0)) / 1e3; };
       std::vector<double> starts, landed, landed_cyc, first, ends, mstart, mwait, mend;
