@@ -4,8 +4,8 @@
 // FlashAttention-3 feeds its tensor cores. 384 threads:
 //   warpgroup 0, the producers (40 or 64 registers, below; two or three
 //     warps work): warp 1 copies each item's q rows (one 1-D bulk copy per
-//     row into a padded row-major buffer) and row metadata into the item
-//     buffer; warp 0 issues, per 64-token KV tile, TMA box loads (tensor maps
+//     entry: its query heads of the KV group are contiguous in q) and row
+//     metadata into the item buffer; warp 0 issues, per 64-token KV tile, TMA box loads (tensor maps
 //     over the whole KV pool, 128-byte swizzle, kv_tensor_map.h) into a ring
 //     of kTmaStages stages: K and V, or with kTmaSplitKv K only, warp 2
 //     loading V on barriers of its own, so that a stage's K half reloads
