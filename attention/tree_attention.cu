@@ -421,14 +421,22 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     config.numAttrs = overlap_merge_ && pdl_supported_ ? 1 : 0;
     // Few (row, head) pairs: every slot's o of a pair loaded at once (wider kernel, one wave). Many at
     // D = 64: a half-warp per pair (twice the pairs in flight).
-    if (wide_merge()) {
-      BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 24>, p));
-    } else if constexpr (D == kernels::kMergeHalfWarpDim) {
-      BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8, 16>, p));
-    } else {
-      BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8>, p));
+    // The TMA kernel stores its partial o as kernels::TmaPartial (the KV type at D = 64), the others in fp32.
+    auto merge = [&](auto partial_tag) -> absl::Status {
+      using PartialT = typename decltype(partial_tag)::type;
+      if (wide_merge()) {
+        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 24, 32, PartialT>, p));
+      } else if constexpr (D == kernels::kMergeHalfWarpDim) {
+        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8, 16, PartialT>, p));
+      } else {
+        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8, 32, PartialT>, p));
+      }
+      return absl::OkStatus();
+    };
+    if constexpr (sizeof(T) == 2) {
+      if (tma) return merge(TypeTag<kernels::TmaPartial<T, D>>{});
     }
-    return absl::OkStatus();
+    return merge(TypeTag<float>{});
   });
 }
 

@@ -227,7 +227,8 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
     }
     // An item that sees no token of its chunk still writes its (empty) slot.
     const int32_t slots[2] = {ie.z + it.chunk, ie.z + it.chunk};
-    StoreRowPartialsAt<D>(p, slots, rows.head, rows.valid, m, l, tq, [&](int j, int c) { return o[j][c]; });
+    StoreRowPartialsAt<D, TmaPartial<T, D>>(p, slots, rows.head, rows.valid, m, l, tq,
+                                            [&](int j, int c) { return o[j][c]; });
     it = next;
     ie = next_ie;
     tiles = next_tiles;

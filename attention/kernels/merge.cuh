@@ -49,15 +49,45 @@ __device__ __forceinline__ void GridDependencyWait() {
 // through L2 (__ldcg): they were written by another grid (or other CTAs of
 // this one). kFirst: slots whose o is loaded with the lse (registers: kFirst
 // * D / kLanes).
-template <int D, int kFirst = 8, int kLanes = 32>
+// A lane's kPerLane partial-o values of one slot as loaded (float4 / float2,
+// or for 16-bit partials uint2 / uint32_t), and their value j as float.
+template <int kPerLane, typename PartialT>
+struct PartialVec {
+  using type = std::conditional_t<std::is_same_v<PartialT, float>, std::conditional_t<kPerLane == 4, float4, float2>,
+                                  std::conditional_t<kPerLane == 4, uint2, uint32_t>>;
+};
+template <typename PartialT>
+__device__ __forceinline__ float PairHalf(uint32_t bits, int j) {
+  const uint16_t h = static_cast<uint16_t>(j == 0 ? bits & 0xffffu : bits >> 16);
+  if constexpr (std::is_same_v<PartialT, __nv_bfloat16>) {
+    return __uint_as_float(static_cast<uint32_t>(h) << 16);
+  } else {
+    return __half2float(__ushort_as_half(h));
+  }
+}
+template <typename PartialT, typename V>
+__device__ __forceinline__ float PartialAt(const V& v, int j) {
+  if constexpr (std::is_same_v<V, float4>) {
+    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+  } else if constexpr (std::is_same_v<V, float2>) {
+    return j == 0 ? v.x : v.y;
+  } else if constexpr (std::is_same_v<V, uint2>) {
+    return PairHalf<PartialT>(j < 2 ? v.x : v.y, j % 2);
+  } else {
+    return PairHalf<PartialT>(v, j);
+  }
+}
+
+template <int D, int kFirst = 8, int kLanes = 32, typename PartialT = float>
 __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin,
                                            int32_t end, int lane, unsigned mask = 0xffffffffu) {
   constexpr int kPerLane = D / kLanes;
-  static_assert(kPerLane == 2 || kPerLane == 4, "a lane's dims are one float2 or float4");
+  static_assert(kPerLane == 2 || kPerLane == 4, "a lane's dims are one float2 or float4 (16-bit: 4 or 8 bytes)");
   const int64_t idx = int64_t{row} * p.num_q_heads + head;
   const int32_t n = end - begin;
-  using Vec = std::conditional_t<kPerLane == 4, float4, float2>;
-  const float* src = p.partial_o + (int64_t{begin} * p.num_q_heads + head) * D + lane * kPerLane;
+  using Vec = typename PartialVec<kPerLane, PartialT>::type;
+  const PartialT* src = reinterpret_cast<const PartialT*>(p.partial_o) + (int64_t{begin} * p.num_q_heads + head) * D +
+                        lane * kPerLane;
   const int64_t stride = int64_t{p.num_q_heads} * D;
   // The first kFirst slots' o go out with the lse loads (one L2 round trip
   // for all of them; the merge kernel of a small merge preloads 24: a
@@ -81,15 +111,8 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) acc[j] = 0.0f;
   auto add = [&](float wk, const Vec& v) {
-    if constexpr (kPerLane == 4) {
-      acc[0] += wk * v.x;
-      acc[1] += wk * v.y;
-      acc[2] += wk * v.z;
-      acc[3] += wk * v.w;
-    } else {
-      acc[0] += wk * v.x;
-      acc[1] += wk * v.y;
-    }
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) acc[j] += wk * PartialAt<PartialT>(v, j);
   };
   float sum = 0.0f;
   for (int32_t c0 = 0; c0 < n; c0 += kLanes) {
@@ -132,7 +155,7 @@ __device__ __forceinline__ void MergeRowHead(const TreeParams& p, int32_t row, i
 // over (row, head) pairs, kThreadsN threads per CTA. The first pair's slot
 // range (plan data only) is read before `wait()`, which orders the partials'
 // reads after their writes (the PDL dependency wait, or a grid-wide barrier).
-template <int D, int kThreadsN, int kFirst = 8, int kLanes = 32, typename Wait>
+template <int D, int kThreadsN, int kFirst = 8, int kLanes = 32, typename PartialT = float, typename Wait>
 __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wait) {
   constexpr int kGroups = kThreadsN / kLanes;  // per CTA
   const int lane = threadIdx.x % kLanes;
@@ -148,7 +171,8 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
   }
   wait();
   while (idx < total) {
-    MergeSlots<D, kFirst, kLanes>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane, mask);
+    MergeSlots<D, kFirst, kLanes, PartialT>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane,
+                                            mask);
     idx += groups;
     if (idx >= total) break;
     row = static_cast<int32_t>(idx / p.num_q_heads);
@@ -164,14 +188,16 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
 // wide case, so that a merge of up to 64 pairs per SM runs in one wave.
 inline constexpr int kMergeWideWarpsPerSm = 8;
 inline constexpr int kMergeHalfWarpDim = 64;
-template <int D, int kFirst = 8, int kLanes = 32>
+// PartialT: the partial o buffer's element type (float; the KV type after
+// the TMA kernel, state.cuh StoreRowPartialsAt).
+template <int D, int kFirst = 8, int kLanes = 32, typename PartialT = float>
 __global__ void __launch_bounds__(kMergeThreads) MergeKernel(const TreeParams p) {
   static_assert(D == 64 || D == 128, "the merge's vector loads cover D / kLanes = 2 or 4 floats per lane");
   // The prologue overlaps the item kernel under PDL.
   unsigned long long* trace = p.trace_merge != nullptr ? p.trace_merge + int64_t{blockIdx.x} * kTraceMergeWords : nullptr;
   long long clk = 0;
   if (trace != nullptr && threadIdx.x == 0) trace[0] = GlobalTimerNs();
-  MergeRowsGridStride<D, kMergeThreads, kFirst, kLanes>(p, [&] {
+  MergeRowsGridStride<D, kMergeThreads, kFirst, kLanes, PartialT>(p, [&] {
     GridDependencyWait();
     if (trace != nullptr && threadIdx.x == 0) {
       trace[1] = GlobalTimerNs();

@@ -58,7 +58,8 @@ struct TreeParams {
   int32_t num_q_heads;
   int32_t group;         // num_q_heads / num_kv_heads
   float scale_log2;      // softmax scale * log2(e)
-  float* partial_o;      // [num_partials][num_q_heads][D], normalized
+  float* partial_o;      // [num_partials][num_q_heads][D], normalized (after the TMA kernel at D 64: that
+                         // many values of the 16-bit KV type instead, state.cuh TmaPartial)
   float* partial_lse;    // [num_partials][num_q_heads], log2 domain
   void* out;             // [num_queries][num_q_heads][D] of out_dtype
   int32_t out_dtype;

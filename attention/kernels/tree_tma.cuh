@@ -512,7 +512,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       if (group_active) LastTileProduct<T>(o, pa, v_desc0, prev.index * kStageUnits);
       release(1, prev.index);
     }
-    StoreRowPartialsAt<D>(p, slot, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
+    StoreRowPartialsAt<D, TmaPartial<T, D>>(p, slot, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
     ItemTraceEnd(p, ct == 0, i == begin, it.row_count, tiles.count, group_active);
   }
 #else
