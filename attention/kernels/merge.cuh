@@ -79,15 +79,15 @@ __device__ __forceinline__ float PartialAt(const V& v, int j) {
 }
 
 template <int D, int kFirst = 8, int kLanes = 32, typename PartialT = float>
-__device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin,
-                                           int32_t end, int lane, unsigned mask = 0xffffffffu) {
+__device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin, int32_t end,
+                                           int lane, unsigned mask = 0xffffffffu) {
   constexpr int kPerLane = D / kLanes;
   static_assert(kPerLane == 2 || kPerLane == 4, "a lane's dims are one float2 or float4 (16-bit: 4 or 8 bytes)");
   const int64_t idx = int64_t{row} * p.num_q_heads + head;
   const int32_t n = end - begin;
   using Vec = typename PartialVec<kPerLane, PartialT>::type;
-  const PartialT* src = reinterpret_cast<const PartialT*>(p.partial_o) + (int64_t{begin} * p.num_q_heads + head) * D +
-                        lane * kPerLane;
+  const PartialT* src =
+      reinterpret_cast<const PartialT*>(p.partial_o) + (int64_t{begin} * p.num_q_heads + head) * D + lane * kPerLane;
   const int64_t stride = int64_t{p.num_q_heads} * D;
   // The first kFirst slots' o go out with the lse loads (one L2 round trip
   // for all of them; the merge kernel of a small merge preloads 24: a
@@ -171,8 +171,7 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
   }
   wait();
   while (idx < total) {
-    MergeSlots<D, kFirst, kLanes, PartialT>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane,
-                                            mask);
+    MergeSlots<D, kFirst, kLanes, PartialT>(p, row, static_cast<int32_t>(idx % p.num_q_heads), begin, end, lane, mask);
     idx += groups;
     if (idx >= total) break;
     row = static_cast<int32_t>(idx / p.num_q_heads);

@@ -74,9 +74,9 @@ __device__ __forceinline__ float MergedLse2(float max_lse2, float weight_sum) {
 template <typename T, int D>
 using TmaPartial = std::conditional_t<D == 64, T, float>;
 template <int D, typename PartialT = float, typename Params, typename Acc>
-__device__ __forceinline__ void StoreRowPartialsAt(const Params& p, const int32_t (&slots)[2],
-                                                   const int32_t (&head)[2], const bool (&valid)[2],
-                                                   const float (&m)[2], float (&l)[2], int tq, Acc o) {
+__device__ __forceinline__ void StoreRowPartialsAt(const Params& p, const int32_t (&slots)[2], const int32_t (&head)[2],
+                                                   const bool (&valid)[2], const float (&m)[2], float (&l)[2], int tq,
+                                                   Acc o) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);

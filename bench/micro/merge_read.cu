@@ -22,13 +22,13 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                                                       \
-  do {                                                                                 \
-    cudaError_t e = (x);                                                               \
-    if (e != cudaSuccess) {                                                            \
+#define CHECK(x)                                                                             \
+  do {                                                                                       \
+    cudaError_t e = (x);                                                                     \
+    if (e != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
+      std::exit(1);                                                                          \
+    }                                                                                        \
   } while (0)
 
 constexpr int kSlots = 17, kHeads = 8, kDim = 128, kRows = 64;  // the small shape: 64 leaves x 8 heads, 17 slots
@@ -45,7 +45,8 @@ __device__ __forceinline__ unsigned long long Now() {
 __global__ void Writer(float* buf, float value) {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const size_t n2 = kFloats / 2;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n2; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n2;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     reinterpret_cast<float2*>(buf)[i] = make_float2(value, value + 1.0f);
   }
 }
@@ -60,7 +61,8 @@ __global__ void Reader(const float* buf, float* sink, long long* cycles) {
   const float* src = buf + ((static_cast<size_t>(row) * kSlots) * kHeads + head) * kDim + lane * 4;
   float4 v[kSlots];
 #pragma unroll
-  for (int s = 0; s < kSlots; ++s) v[s] = __ldcg(reinterpret_cast<const float4*>(src + static_cast<size_t>(s) * kHeads * kDim));
+  for (int s = 0; s < kSlots; ++s)
+    v[s] = __ldcg(reinterpret_cast<const float4*>(src + static_cast<size_t>(s) * kHeads * kDim));
   float acc = 0.0f;
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) acc += v[s].x + v[s].y + v[s].z + v[s].w;
