@@ -384,7 +384,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
         const int32_t flags = (tma_pingpong_ ? kernels::kTmaPingPong : 0) |
                               (tma_split_small_ ? kernels::kTmaSplitSmall : 0) |
                               (tma_split_kv_ ? kernels::kTmaSplitKv : 0) |
-                              (tma_gate_start_ && kernels::TmaGateStart(D, tma_split_kv_) ? kernels::kTmaGateStart : 0);
+                              (tma_gate_start_ ? kernels::kTmaGateStart : 0);
         const int32_t box_rows = KvTensorMapBoxRows(args.layout);
         auto launch = [&](auto kernel) -> absl::Status {
           BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernel, p, multi, single, box_rows, flags));
@@ -424,12 +424,12 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     // The TMA kernel stores its partial o as kernels::TmaPartial (the KV type at D = 64), the others in fp32.
     auto merge = [&](auto partial_tag) -> absl::Status {
       using PartialT = typename decltype(partial_tag)::type;
+      constexpr int kNarrowLanes = kernels::MergeLanes(D, /*wide=*/false);
       if (wide_merge()) {
-        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 24, 32, PartialT>, p));
-      } else if constexpr (D == kernels::kMergeHalfWarpDim) {
-        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8, 16, PartialT>, p));
+        BANYAN_CUDA_RETURN_IF_ERROR(
+            cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 24, kernels::MergeLanes(D, true), PartialT>, p));
       } else {
-        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8, 32, PartialT>, p));
+        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8, kNarrowLanes, PartialT>, p));
       }
       return absl::OkStatus();
     };
@@ -446,8 +446,7 @@ bool TreeAttention::wide_merge() const {
 
 int32_t TreeAttention::merge_grid_size() const {
   const int64_t pairs = Bucket(prepared_queries_) * prepared_q_heads_;
-  const int lanes_per_pair = !wide_merge() && prepared_head_dim_ == kernels::kMergeHalfWarpDim ? 16 : 32;
-  const int64_t pairs_per_cta = kernels::kMergeThreads / lanes_per_pair;
+  const int64_t pairs_per_cta = kernels::kMergeThreads / kernels::MergeLanes(prepared_head_dim_, wide_merge());
   return static_cast<int32_t>(std::min<int64_t>(int64_t{num_sms_} * 8, (pairs + pairs_per_cta - 1) / pairs_per_cta));
 }
 

@@ -189,6 +189,13 @@ class TreeAttention {
   // kTmaSplitSmall. Takes effect at the next Run.
   static constexpr bool kTmaSplitSmall = true;
   void set_tma_split_small(bool split) { tma_split_small_ = split; }
+  // kTma only. true (default): at head dim 128 with shared rings (the lean
+  // register split's launches; the kernel compiles the gate into those only),
+  // each CTA's KV producer issues one tile, then waits until the first item's
+  // q rows are on their way before filling the rest of its ring
+  // (kernels/tree_tma.cuh kTmaGateStart); false: never. Takes effect at the
+  // next Run.
+  void set_tma_gate_start(bool gate) { tma_gate_start_ = gate; }
   // kTma only: how the producer feeds K and V. kShared: one warp loads both
   // into stages released as a whole; kSplit: two warps, K and V on barriers
   // of their own (K released after S, V after P . V). kAuto: kShared where
@@ -197,12 +204,6 @@ class TreeAttention {
   // (bench/RESULTS.md session 5): kSplit 11-14% faster with scattered page
   // ids on the large shapes, 2-4% slower with ordered ones. Takes effect at
   // the next Prepare.
-  // kTma only. true (default): at head dim 128 with shared rings, each
-  // CTA's KV producer issues one tile, then waits until the first item's q
-  // rows are on their way before filling the rest of its ring
-  // (kernels/tree_tma.cuh kTmaGateStart); false: never. Takes effect at the
-  // next Run.
-  void set_tma_gate_start(bool gate) { tma_gate_start_ = gate; }
   enum class TmaRings { kAuto, kShared, kSplit };
   static constexpr double kTmaSharedMinShare = 0.5;
   void set_tma_rings(TmaRings rings) { tma_rings_ = rings; }

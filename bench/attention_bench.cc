@@ -136,17 +136,17 @@ std::vector<std::string>& Order() {
 
 // Appends one traced Run's raw item-CTA (or merge-CTA, "merge <variant
 // shape>") words to `path`, a line per CTA: "<variant shape>|cta|word
-// 0..n-1", timer words (item CTAs 0, 2, 3; merge CTAs 0-2) relative to t0.
-constexpr int kTraceMergeWordsDumped = 4;
+// 0..n-1", timer words (item CTAs 0, 2, 3; merge CTAs, `merge_ctas`, 0-2)
+// relative to t0.
 void DumpTrace(const char* path, const std::string& key, const unsigned long long* h, int32_t grid, int words,
-               unsigned long long t0) {
+               bool merge_ctas, unsigned long long t0) {
   FILE* f = std::fopen(path, "a");
   if (f == nullptr) return;
   for (int32_t b = 0; b < grid; ++b) {
     std::fprintf(f, "%s|%d", key.c_str(), b);
     for (int k = 0; k < words; ++k) {
       const unsigned long long w = h[b * words + k];
-      const bool timer = (words == kTraceMergeWordsDumped ? k < 3 : (k == 0 || k == 2 || k == 3)) && w != 0;
+      const bool timer = (merge_ctas ? k < 3 : (k == 0 || k == 2 || k == 3)) && w != 0;
       std::fprintf(f, "|%llu", timer ? w - t0 : w);
     }
     std::fprintf(f, "\n");
@@ -284,9 +284,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
       unsigned long long t0 = ~0ull;
       for (int32_t b = 0; b < grid; ++b) t0 = std::min(t0, h[b * kItemWords]);
       if (const char* dump = std::getenv("BANYAN_BENCH_TRACE_DUMP"); dump != nullptr && rep == 4) {
-        DumpTrace(dump, std::string(v.tag) + " " + shape.name, h.data(), grid, kItemWords, t0);
+        DumpTrace(dump, std::string(v.tag) + " " + shape.name, h.data(), grid, kItemWords, /*merge_ctas=*/false, t0);
         DumpTrace(dump, std::string("merge ") + v.tag + " " + shape.name,
-                  h.data() + static_cast<size_t>(grid) * kItemWords, merge_grid, kMergeWords, t0);
+                  h.data() + static_cast<size_t>(grid) * kItemWords, merge_grid, kMergeWords, /*merge_ctas=*/true, t0);
       }
       auto us = [&](unsigned long long t) { return (static_cast<double>(t) - static_cast<double>(t0)) / 1e3; };
       std::vector<double> starts, landed, landed_cyc, first, ends, mstart, mwait, mend;

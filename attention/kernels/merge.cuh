@@ -42,13 +42,6 @@ __device__ __forceinline__ void GridDependencyWait() {
 #endif
 }
 
-// Merges the partial slots [begin, end) of query row `row`, head `head` into
-// out (and lse): called by one group of kLanes lanes (a whole warp, or a
-// half-warp at D = 64: then twice the pairs in flight per wave), `lane` its
-// index in the group, `mask` the group's lanes in the warp. Partials are read
-// through L2 (__ldcg): they were written by another grid (or other CTAs of
-// this one). kFirst: slots whose o is loaded with the lse (registers: kFirst
-// * D / kLanes).
 // A lane's kPerLane partial-o values of one slot as loaded (float4 / float2,
 // or for 16-bit partials uint2 / uint32_t), and their value j as float.
 template <int kPerLane, typename PartialT>
@@ -56,15 +49,6 @@ struct PartialVec {
   using type = std::conditional_t<std::is_same_v<PartialT, float>, std::conditional_t<kPerLane == 4, float4, float2>,
                                   std::conditional_t<kPerLane == 4, uint2, uint32_t>>;
 };
-template <typename PartialT>
-__device__ __forceinline__ float PairHalf(uint32_t bits, int j) {
-  const uint16_t h = static_cast<uint16_t>(j == 0 ? bits & 0xffffu : bits >> 16);
-  if constexpr (std::is_same_v<PartialT, __nv_bfloat16>) {
-    return __uint_as_float(static_cast<uint32_t>(h) << 16);
-  } else {
-    return __half2float(__ushort_as_half(h));
-  }
-}
 template <typename PartialT, typename V>
 __device__ __forceinline__ float PartialAt(const V& v, int j) {
   if constexpr (std::is_same_v<V, float4>) {
@@ -72,12 +56,19 @@ __device__ __forceinline__ float PartialAt(const V& v, int j) {
   } else if constexpr (std::is_same_v<V, float2>) {
     return j == 0 ? v.x : v.y;
   } else if constexpr (std::is_same_v<V, uint2>) {
-    return PairHalf<PartialT>(j < 2 ? v.x : v.y, j % 2);
+    return UnpackPair<PartialT>(j < 2 ? v.x : v.y, j % 2);
   } else {
-    return PairHalf<PartialT>(v, j);
+    return UnpackPair<PartialT>(v, j);
   }
 }
 
+// Merges the partial slots [begin, end) of query row `row`, head `head` into
+// out (and lse): called by one group of kLanes lanes (a whole warp, or a
+// half-warp at D = 64: then twice the pairs in flight per wave), `lane` its
+// index in the group, `mask` the group's lanes in the warp. Partials are read
+// through L2 (__ldcg): they were written by another grid (or other CTAs of
+// this one). kFirst: slots whose o is loaded with the lse (registers: kFirst
+// * D / kLanes).
 template <int D, int kFirst = 8, int kLanes = 32, typename PartialT = float>
 __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin, int32_t end,
                                            int lane, unsigned mask = 0xffffffffu) {
@@ -187,6 +178,9 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
 // wide case, so that a merge of up to 64 pairs per SM runs in one wave.
 inline constexpr int kMergeWideWarpsPerSm = 8;
 inline constexpr int kMergeHalfWarpDim = 64;
+// The merge launch's lanes per (row, head): the one place that decides them
+// (the launch's template argument and the grid size, tree_attention.cu).
+constexpr int MergeLanes(int head_dim, bool wide) { return !wide && head_dim == kMergeHalfWarpDim ? 16 : 32; }
 // PartialT: the partial o buffer's element type (float; the KV type after
 // the TMA kernel, state.cuh StoreRowPartialsAt).
 template <int D, int kFirst = 8, int kLanes = 32, typename PartialT = float>

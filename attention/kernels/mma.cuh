@@ -69,6 +69,18 @@ __device__ __forceinline__ uint32_t PackPair(float x, float y) {
   }
 }
 
+// Value j (0: the low half) of a register packed by PackPair<T>, as float.
+template <typename T>
+__device__ __forceinline__ float UnpackPair(uint32_t bits, int j) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162*>(&bits);
+    return j == 0 ? __low2float(v) : __high2float(v);
+  } else {
+    const __half2 v = *reinterpret_cast<const __half2*>(&bits);
+    return j == 0 ? __low2float(v) : __high2float(v);
+  }
+}
+
 // Element conversions for every KV / query / output dtype.
 __device__ __forceinline__ float ToFloat(float x) { return x; }
 __device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }

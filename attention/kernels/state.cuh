@@ -57,6 +57,13 @@ __device__ __forceinline__ float MergedLse2(float max_lse2, float weight_sum) {
   return weight_sum > 0.0f ? SafeMax(max_lse2) + log2f(weight_sum) : -CUDART_INF_F;
 }
 
+// The TMA kernel's partial o type (StoreRowPartialsAt's PartialT below): the
+// 16-bit KV type at D = 64, fp32 at 128 (H200, session 11: 16-bit partials
+// 2-4% faster on the D 64 engine rows, at D 128 up to 3% faster on the large
+// shapes but 4-8% slower on the small ones).
+template <typename T, int D>
+using TmaPartial = std::conditional_t<D == 64, T, float>;
+
 // The end of a batched item (tree.cuh, tree_wgmma.cuh), for the two packed
 // rows a thread holds in the m16n8 accumulator layout: row sums over the 4
 // threads of a row, then each valid row's partial (o / l, lse2) into its
@@ -68,11 +75,6 @@ __device__ __forceinline__ float MergedLse2(float max_lse2, float weight_sum) {
 // buffer then holds 16-bit values at the same element offsets, and the merge
 // reads it as MergeKernel<..., PartialT>; o is normalized, so its values lie
 // within V's range).
-// The TMA kernel's partial o type: the 16-bit KV type at D = 64, fp32 at 128
-// (H200, session 11: 16-bit partials 2-4% faster on the D 64 engine rows, at
-// D 128 up to 3% faster on the large shapes but 4-8% slower on the small ones).
-template <typename T, int D>
-using TmaPartial = std::conditional_t<D == 64, T, float>;
 template <int D, typename PartialT = float, typename Params, typename Acc>
 __device__ __forceinline__ void StoreRowPartialsAt(const Params& p, const int32_t (&slots)[2], const int32_t (&head)[2],
                                                    const bool (&valid)[2], const float (&m)[2], float (&l)[2], int tq,

@@ -84,10 +84,6 @@ static_assert(128 * kTmaLeanProducer + 256 * kTmaConsumerRegsFor<kTmaLeanProduce
 constexpr int TmaProducerRegsFor(int head_dim, bool split_kv) {
   return head_dim == 64 || split_kv ? kTmaFedProducer : kTmaLeanProducer;
 }
-// Whether a launch may use the start gate (kTmaGateStart, below).
-constexpr bool TmaGateStart(int head_dim, bool split_kv) {
-  return TmaProducerRegsFor(head_dim, split_kv) == kTmaLeanProducer;
-}
 static_assert(kTmaConsumerThreads / 128 * 64 == kTileRows);  // 64 packed rows per consumer warpgroup
 
 // PersistentTmaKernel's `flags`: kTmaPingPong, the consumer warpgroups take
@@ -108,9 +104,9 @@ inline constexpr int kTmaBothPlanes = 2;
 // ring, so that the q rows do not queue behind a whole ring of KV boxes in
 // the SM's TMA unit (the consumers need both q and the first tile to start).
 // H200, session 11: 2-4% faster at D = 128 with shared rings (small shape
-// 16.1 -> 15.7 us), ~2% slower with split rings, within 1% at D = 64; the
-// host sets it at D = 128 with shared rings only (TmaGateStart), which is
-// where the lean register split runs.
+// 16.1 -> 15.7 us), ~2% slower with split rings, within 1% at D = 64; so the
+// gate is compiled into the lean register split's instantiation only (D = 128
+// with shared rings) and the flag is ignored by the fed one.
 inline constexpr int32_t kTmaGateStart = 8;
 inline constexpr int kTmaStartGate = 6;
 inline constexpr int kTmaGatedTiles = 1;
@@ -584,8 +580,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   __syncthreads();
   if (threadIdx.x < 128) {
     ShrinkRegisters<kProducerRegs>();
-    // The gate's code exists only in the lean split's instantiation (the host never gates a fed one: with
-    // the gate compiled in, the split rings ran ~2% slower ungated).
+    // The gate's code exists only in the lean split's instantiation (with the gate compiled in, the split
+    // rings ran ~2% slower even ungated).
     const bool split_kv = (flags & kTmaSplitKv) != 0;
     const bool gate = kProducerRegs == kTmaLeanProducer && (flags & kTmaGateStart) != 0;
     if (threadIdx.x < 32 && split_kv) {
