@@ -72,12 +72,11 @@ __device__ __forceinline__ uint32_t PackPair(float x, float y) {
 // Value j (0: the low half) of a register packed by PackPair<T>, as float.
 template <typename T>
 __device__ __forceinline__ float UnpackPair(uint32_t bits, int j) {
+  const uint16_t h = static_cast<uint16_t>(j == 0 ? bits & 0xffffu : bits >> 16);
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162*>(&bits);
-    return j == 0 ? __low2float(v) : __high2float(v);
+    return __uint_as_float(static_cast<uint32_t>(h) << 16);  // bf16 is the high half of a float
   } else {
-    const __half2 v = *reinterpret_cast<const __half2*>(&bits);
-    return j == 0 ? __low2float(v) : __high2float(v);
+    return __half2float(__ushort_as_half(h));
   }
 }
 
