@@ -252,9 +252,13 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     variant_ = KernelVariant::kNarrow;  // short items: the mma.sync tile measured faster
     BANYAN_RETURN_IF_ERROR(configure_and_plan());
   }
-  tma_split_kv_ = variant_ == KernelVariant::kTma &&
-                  (tma_rings_ == TmaRings::kSplit ||
-                   (tma_rings_ == TmaRings::kAuto && ConsecutivePageTileShare(*args.plan, work()) < kTmaSharedMinShare));
+  const bool short_plan = variant_ == KernelVariant::kTma && tma_short_plan_boxes_ && tma_rings_ == TmaRings::kAuto &&
+                          args.head_dim() == 128 && BatchedTilesPerCta(work()) <= kTmaShortPlanTilesPerCta;
+  tma_split_kv_ =
+      variant_ == KernelVariant::kTma &&
+      (tma_rings_ == TmaRings::kSplit || short_plan ||
+       (tma_rings_ == TmaRings::kAuto && ConsecutivePageTileShare(*args.plan, work()) < kTmaSharedMinShare));
+  tma_page_boxes_ = short_plan;
   BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
   const int64_t slots = Bucket(int64_t{work().num_partials} * args.num_q_heads);
   const size_t partial_bytes = static_cast<size_t>(slots) * (args.head_dim() + 1) * sizeof(float);
@@ -381,10 +385,10 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
         CUtensorMap multi, single;
         std::memcpy(&multi, kv_maps_.multi.bytes, sizeof(multi));
         std::memcpy(&single, kv_maps_.single.bytes, sizeof(single));
-        const int32_t flags = (tma_pingpong_ ? kernels::kTmaPingPong : 0) |
-                              (tma_split_small_ ? kernels::kTmaSplitSmall : 0) |
-                              (tma_split_kv_ ? kernels::kTmaSplitKv : 0) |
-                              (tma_gate_start_ ? kernels::kTmaGateStart : 0);
+        const int32_t flags =
+            (tma_pingpong_ ? kernels::kTmaPingPong : 0) | (tma_split_small_ ? kernels::kTmaSplitSmall : 0) |
+            (tma_split_kv_ ? kernels::kTmaSplitKv : 0) | (tma_gate_start_ ? kernels::kTmaGateStart : 0) |
+            (tma_page_boxes_ ? kernels::kTmaPageBoxes : 0);
         const int32_t box_rows = KvTensorMapBoxRows(args.layout);
         auto launch = [&](auto kernel) -> absl::Status {
           BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernel, p, multi, single, box_rows, flags));

@@ -208,6 +208,17 @@ class TreeAttention {
   static constexpr double kTmaSharedMinShare = 0.5;
   void set_tma_rings(TmaRings rings) { tma_rings_ = rings; }
   bool tma_split_kv() const { return tma_split_kv_; }
+  // kTma at head dim 128 with kAuto rings: a short plan (at most
+  // kTmaShortPlanTilesPerCta KV tiles per CTA, BatchedTilesPerCta) is fed by
+  // split rings with one box per page and 64 columns whatever its page order:
+  // its time goes to the first, cold loads, which many small boxes bring in
+  // sooner than one whole-tile box. H200 (bench/RESULTS.md session 12): small
+  // shape 15.7 -> 15.0 us, h8/1 L64 P2048 S512 21.0 -> 19.7; a plan of 124
+  // tiles per CTA 3% slower so fed. Measured at head dim 128 only. Takes
+  // effect at the next Prepare.
+  static constexpr double kTmaShortPlanTilesPerCta = 8.0;
+  void set_tma_short_plan_boxes(bool on) { tma_short_plan_boxes_ = on; }
+  bool tma_page_boxes() const { return tma_page_boxes_; }
 
   const WorkPlan& work_plan() const { return planner_.plan(); }
   // Whether the last Prepare refreshed its work plan instead of building one.
@@ -239,6 +250,8 @@ class TreeAttention {
   bool tma_gate_start_ = true;
   TmaRings tma_rings_ = TmaRings::kAuto;
   bool tma_split_kv_ = false;
+  bool tma_short_plan_boxes_ = true;
+  bool tma_page_boxes_ = false;
   bool group_items_ = true;
   bool use_head_ = true;
   bool spread_light_ = true;

@@ -605,6 +605,18 @@ void WorkPlanner::FillCtaHeads(const AttentionPlan& plan, int32_t group, int32_t
   }
 }
 
+double BatchedTilesPerCta(const WorkPlan& work) {
+  const size_t ctas = work.cta_item_indptr.empty() ? 0 : work.cta_item_indptr.size() - 1;
+  if (ctas == 0) return 0.0;
+  int64_t tiles = 0;
+  for (const WorkItem& it : work.items) {
+    if (it.kind != static_cast<int32_t>(ItemKind::kBatched) || it.kv_end <= it.kv_begin) continue;
+    const int32_t pos_begin = it.first_slot + it.kv_begin, pos_end = it.first_slot + it.kv_end;
+    tiles += ((pos_end - 1) / kKvTile) - (pos_begin / kKvTile) + 1;  // tiles aligned to pool positions, as read
+  }
+  return static_cast<double>(tiles) / static_cast<double>(ctas);
+}
+
 double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work) {
   const int32_t ps = plan.page_size;
   if (ps >= kKvTile) return 1.0;

@@ -300,6 +300,11 @@ class WorkPlanner {
 // which decides how it should feed its ring (TreeAttention::TmaRings).
 double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work);
 
+// The 64-token KV tiles of all batched items of `work` over its CTAs: how
+// much a CTA has to do beyond starting (the TMA kernel's short-plan feed,
+// TreeAttention::kTmaShortPlanTilesPerCta). 0 for a plan with no CTAs.
+double BatchedTilesPerCta(const WorkPlan& work);
+
 // The model's cost in microseconds of one item of `kind` with `rows` rows over
 // `tokens` tokens (exposed for tests and benchmarks).
 double ItemCostUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& shape, const DeviceModel& device);

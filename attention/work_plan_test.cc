@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "attention/reference/reference_attention.h"
@@ -383,6 +384,61 @@ TEST(WorkPlanPagesTest, ConsecutivePageTileShareFollowsPageOrder) {
       }
     }
   }
+}
+
+// Runs of one tile's pages scattered as a whole (PlanOptions::shuffle_run):
+// every tile's pages stay consecutive, the pool's order does not, and every
+// id stays in the pool.
+TEST(WorkPlanPagesTest, TileRunsScatteredKeepTilesConsecutive) {
+  const WorkShape shape{32, 8, 128, 2};
+  const DeviceModel device;
+  testing::PlanOptions opt;
+  opt.random_first_slot = false;
+  opt.shuffle_run = kKvTile / opt.page_size;
+  Rng rng(5);
+  const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, 64}, {2048, 64}), opt, rng);
+  const WorkPlan wp = BuildWorkPlan(tree.plan, shape, device, PathChoice::kBatched);
+  EXPECT_EQ(ConsecutivePageTileShare(tree.plan, wp), 1.0);
+  int32_t out_of_order = 0;
+  for (size_t i = 1; i < tree.plan.page_indices.size(); ++i) {
+    out_of_order += tree.plan.page_indices[i] != tree.plan.page_indices[i - 1] + 1;
+  }
+  EXPECT_GT(out_of_order, 10);
+  std::vector<int32_t> ids = tree.plan.page_indices;
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());  // no page shared by two places
+  EXPECT_GE(ids.front(), 0);
+  EXPECT_LT(ids.back(), tree.num_pages);
+}
+
+// BatchedTilesPerCta counts, per batched item, the distinct 64-slot pool
+// tiles its tokens touch (checked here by walking every token), over the
+// plan's CTAs; it grows with the leaves and the prefix.
+TEST(WorkPlanTilesTest, BatchedTilesPerCtaCountsTheTilesItemsRead) {
+  const WorkShape shape{8, 1, 128, 2};
+  const DeviceModel device;
+  double last = 0.0;
+  for (const auto& [leaves, prefix] : std::vector<std::pair<int32_t, int32_t>>{{16, 300}, {64, 2048}, {256, 4096}}) {
+    testing::PlanOptions opt;  // random first slots: items start and end inside tiles
+    Rng rng(3);
+    const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, leaves}, {prefix, 40}), opt, rng);
+    const WorkPlan wp = BuildWorkPlan(tree.plan, shape, device, PathChoice::kBatched);
+    int64_t tiles = 0;
+    for (const WorkItem& it : wp.items) {
+      if (it.kind != static_cast<int32_t>(ItemKind::kBatched)) continue;
+      int32_t last_tile = -1;
+      for (int32_t tok = it.kv_begin; tok < it.kv_end; ++tok) {
+        const int32_t tile = (it.first_slot + tok) / kKvTile;
+        tiles += tile != last_tile;
+        last_tile = tile;
+      }
+    }
+    const double per_cta = BatchedTilesPerCta(wp);
+    EXPECT_DOUBLE_EQ(per_cta, static_cast<double>(tiles) / static_cast<double>(wp.cta_item_indptr.size() - 1));
+    EXPECT_GT(per_cta, last);
+    last = per_cta;
+  }
+  EXPECT_EQ(BatchedTilesPerCta(WorkPlan{}), 0.0);
 }
 
 // Every field of two work plans, item bytes included.

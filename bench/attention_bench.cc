@@ -32,7 +32,8 @@
 //   BANYAN_BENCH_TRACE_DUMP=<file>               with the trace: every CTA's raw
 //            words of the last traced Run appended to <file> (kernels/params.cuh),
 //            item CTAs then merge CTAs
-//   BANYAN_BENCH_ORDERED_PAGES=1                 page ids in order (a fresh pool)
+//   BANYAN_BENCH_ORDERED_PAGES=1                 page ids in order (a fresh pool);
+//            2: runs of one 64-token tile's pages in order, the runs scattered
 //            instead of scattered over the pool (a fragmented one)
 //   BANYAN_BENCH_TMA_NOSPLIT=1                   kTma with every small item on
 //            consumer warpgroup 0 (TreeAttention::set_tma_split_small(false))
@@ -42,6 +43,8 @@
 //            (TreeAttention::set_tma_gate_start(false))
 //   BANYAN_BENCH_TMA_RINGS=shared|split          kTma's rings forced
 //            (TreeAttention::set_tma_rings; default kAuto by page order)
+//   BANYAN_BENCH_TMA_SHORT_BOXES=0               kTma's short-plan feed off
+//            (TreeAttention::set_tma_short_plan_boxes; default on)
 //   BANYAN_BENCH_MIN_CHUNK=n                     fewest tokens of a split-K chunk
 //            (TreeAttention::set_min_chunk; default kMinChunk)
 //   BANYAN_BENCH_NO_START_OVERLAP=1              kTma launched plainly, not as a
@@ -168,6 +171,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   // them out in order, as a fresh engine's page pool does.
   const char* ordered = std::getenv("BANYAN_BENCH_ORDERED_PAGES");
   popt.shuffle_pages = ordered == nullptr || ordered[0] != '1';
+  if (ordered != nullptr && ordered[0] == '2') popt.shuffle_run = 64 / popt.page_size;  // tile-sized runs scattered
   const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree(shape.fanout, shape.length), popt, rng);
   const AttentionPlan& plan = tree.plan;
   KvLayout layout;
@@ -221,6 +225,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   }
   if (const char* nogate = std::getenv("BANYAN_BENCH_TMA_NO_GATE"); nogate != nullptr && nogate[0] == '1') {
     (*runner)->set_tma_gate_start(false);  // A/B of TreeAttention::set_tma_gate_start
+  }
+  if (const char* boxes = std::getenv("BANYAN_BENCH_TMA_SHORT_BOXES"); boxes != nullptr && boxes[0] == '0') {
+    (*runner)->set_tma_short_plan_boxes(false);  // A/B of TreeAttention::kTmaShortPlanTilesPerCta
   }
   if (const char* rings = std::getenv("BANYAN_BENCH_TMA_RINGS"); rings != nullptr) {  // A/B of set_tma_rings
     using R = TreeAttention::TmaRings;

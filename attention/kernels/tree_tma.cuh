@@ -108,6 +108,9 @@ inline constexpr int kTmaBothPlanes = 2;
 // gate is compiled into the lean register split's instantiation only (D = 128
 // with shared rings) and the flag is ignored by the fed one.
 inline constexpr int32_t kTmaGateStart = 8;
+// kTmaPageBoxes: every tile loaded with one box per page and 64 columns, also
+// where its pages have consecutive ids (TreeAttention's short-plan feed).
+inline constexpr int32_t kTmaPageBoxes = 16;
 inline constexpr int kTmaStartGate = 6;
 inline constexpr int kTmaGatedTiles = 1;
 __device__ __forceinline__ int TmaStartGateThreads(bool split_kv) { return split_kv ? 96 : 64; }
@@ -270,10 +273,10 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
 // box_rows = min(page size, 64); maps: kv_tensor_map.h (multi: a whole tile
 // of pages with consecutive ids in one box, single: one page). The next
 // item's descriptor loads during the current one.
-template <typename T, int D, int kPlane>
+template <typename T, int D, int kPlane, bool kPageBoxOption>
 __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensorMap* multi, const CUtensorMap* single,
                                              int32_t box_rows, char* smem, int32_t begin, int32_t end, bool gate,
-                                             bool from_head) {
+                                             bool from_head, bool page_boxes) {
   using L = TmaSmem<T, D>;
   const int lane = threadIdx.x % 32;
   const int page_shift = __ffs(p.page_size) - 1;
@@ -312,6 +315,7 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
       const int32_t first = __shfl_sync(0xffffffffu, cur, k0 % 32);
       int present = 0;
       bool consecutive = first >= 0;
+      if constexpr (kPageBoxOption) consecutive = consecutive && !page_boxes;
       for (int b = 0; b < boxes_per_tile; ++b) {
         const int32_t page = __shfl_sync(0xffffffffu, cur, (k0 + b) % 32);
         present += page >= 0;
@@ -532,8 +536,8 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 // kernels before it write.
 // kv_multi / kv_single: the 5-D tensor maps over the whole KV pool
 // (kv_tensor_map.h), box_rows slots per page box. flags: kTmaPingPong,
-// kTmaSplitSmall, kTmaSplitKv, kTmaGateStart. kProducerRegs: kTmaLeanProducer or
-// kTmaFedProducer (the register split above).
+// kTmaSplitSmall, kTmaSplitKv, kTmaGateStart, kTmaPageBoxes. kProducerRegs:
+// kTmaLeanProducer or kTmaFedProducer (the register split above).
 template <typename T, int D, int kProducerRegs>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_multi,
@@ -584,14 +588,21 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     // rings ran ~2% slower even ungated).
     const bool split_kv = (flags & kTmaSplitKv) != 0;
     const bool gate = kProducerRegs == kTmaLeanProducer && (flags & kTmaGateStart) != 0;
+    // Page boxes come with split rings at D = 128 only (the short-plan feed):
+    // compiled into that instantiation alone, the others' code unchanged.
+    constexpr bool kPageBoxOption = D == 128 && kProducerRegs == kTmaFedProducer;
+    const bool page_boxes = (flags & kTmaPageBoxes) != 0;
     if (threadIdx.x < 32 && split_kv) {
-      TmaProduceKv<T, D, 0>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead);
+      TmaProduceKv<T, D, 0, kPageBoxOption>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead,
+                                            page_boxes);
     } else if (threadIdx.x < 32) {
-      TmaProduceKv<T, D, kTmaBothPlanes>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead);
+      TmaProduceKv<T, D, kTmaBothPlanes, kPageBoxOption>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate,
+                                                         kFromHead, page_boxes);
     } else if (threadIdx.x < 64) {
       TmaProduceItems<T, D>(p, smem, begin, end, split_kv, gate, kFromHead);
     } else if (threadIdx.x < 96 && split_kv) {
-      TmaProduceKv<T, D, 1>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead);
+      TmaProduceKv<T, D, 1, kPageBoxOption>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead,
+                                            page_boxes);
     }
   } else {
     GrowRegisters<kTmaConsumerRegsFor<kProducerRegs>>();

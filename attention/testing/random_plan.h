@@ -41,6 +41,7 @@ struct PlanOptions {
   bool prefill = false;
   bool random_first_slot = true;  // segments start at random slots (shared partial pages)
   bool shuffle_pages = true;      // page ids scattered over the pool
+  int32_t shuffle_run = 1;        // with shuffle_pages: runs of this many consecutive ids move together
   int32_t extra_pages = 3;        // unused pages in the pool
 };
 
