@@ -32,9 +32,9 @@
 //   BANYAN_BENCH_TRACE_DUMP=<file>               with the trace: every CTA's raw
 //            words of the last traced Run appended to <file> (kernels/params.cuh),
 //            item CTAs then merge CTAs
-//   BANYAN_BENCH_ORDERED_PAGES=1                 page ids in order (a fresh pool);
-//            2: runs of one 64-token tile's pages in order, the runs scattered
-//            instead of scattered over the pool (a fragmented one)
+//   BANYAN_BENCH_ORDERED_PAGES=1                 page ids in order (a fresh pool)
+//            instead of scattered over the pool (a fragmented one); 2: runs of
+//            one 64-token tile's pages in order, the runs scattered
 //   BANYAN_BENCH_TMA_NOSPLIT=1                   kTma with every small item on
 //            consumer warpgroup 0 (TreeAttention::set_tma_split_small(false))
 //   BANYAN_BENCH_NO_SPREAD=1                     light items after heavy ones
@@ -171,7 +171,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   // them out in order, as a fresh engine's page pool does.
   const char* ordered = std::getenv("BANYAN_BENCH_ORDERED_PAGES");
   popt.shuffle_pages = ordered == nullptr || ordered[0] != '1';
-  if (ordered != nullptr && ordered[0] == '2') popt.shuffle_run = 64 / popt.page_size;  // tile-sized runs scattered
+  if (ordered != nullptr && ordered[0] == '2') popt.shuffle_run = kKvTile / popt.page_size;  // tile-sized runs scattered
   const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree(shape.fanout, shape.length), popt, rng);
   const AttentionPlan& plan = tree.plan;
   KvLayout layout;
