@@ -389,18 +389,14 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
             (tma_pingpong_ ? kernels::kTmaPingPong : 0) | (tma_split_small_ ? kernels::kTmaSplitSmall : 0) |
             (tma_split_kv_ ? kernels::kTmaSplitKv : 0) | (tma_gate_start_ ? kernels::kTmaGateStart : 0) |
             (tma_page_boxes_ ? kernels::kTmaPageBoxes : 0);
-        const int32_t box_rows = KvTensorMapBoxRows(args.layout);
-        auto launch = [&](auto kernel) -> absl::Status {
-          BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernel, p, multi, single, box_rows, flags));
-          return absl::OkStatus();
-        };
-        if constexpr (kernels::TmaProducerRegsFor(D, false) == kernels::kTmaFedProducer) {
-          BANYAN_RETURN_IF_ERROR(launch(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>));
-        } else if (tma_split_kv_) {
-          BANYAN_RETURN_IF_ERROR(launch(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>));
-        } else {
-          BANYAN_RETURN_IF_ERROR(launch(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>));
+        // The register split (kernels::TmaProducerRegsFor): the lean one exists only where shared rings may
+        // use it (D = 128).
+        auto* kernel = kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>;
+        if constexpr (kernels::TmaProducerRegsFor(D, false) == kernels::kTmaLeanProducer) {
+          if (!tma_split_kv_) kernel = kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>;
         }
+        BANYAN_CUDA_RETURN_IF_ERROR(
+            cudaLaunchKernelEx(&items, kernel, p, multi, single, KvTensorMapBoxRows(args.layout), flags));
       }
     } else if (variant_ == KernelVariant::kWgmma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {

@@ -108,12 +108,12 @@ inline constexpr int kTmaBothPlanes = 2;
 // gate is compiled into the lean register split's instantiation only (D = 128
 // with shared rings) and the flag is ignored by the fed one.
 inline constexpr int32_t kTmaGateStart = 8;
-// kTmaPageBoxes: every tile loaded with one box per page and 64 columns, also
-// where its pages have consecutive ids (TreeAttention's short-plan feed).
-inline constexpr int32_t kTmaPageBoxes = 16;
 inline constexpr int kTmaStartGate = 6;
 inline constexpr int kTmaGatedTiles = 1;
 __device__ __forceinline__ int TmaStartGateThreads(bool split_kv) { return split_kv ? 96 : 64; }
+// kTmaPageBoxes: every tile loaded with one box per page and 64 columns, also
+// where its pages have consecutive ids (TreeAttention's short-plan feed).
+inline constexpr int32_t kTmaPageBoxes = 16;
 
 // KV stages: D = 128 5 x 32 KB, D = 64 10 x 16 KB (with the item buffer,
 // under the 227 KB of shared memory a CTA may have).
@@ -193,6 +193,11 @@ __device__ __forceinline__ WorkItem CtaFirstItem(const TreeParams& p) {
   u.words[2] = head[2];
   return u.item;
 }
+// The first item of the CTA's range [begin, end) (an empty item when there is
+// none), from its head block or from the plan's item list.
+__device__ __forceinline__ WorkItem CtaRangeFirstItem(const TreeParams& p, int32_t begin, int32_t end, bool from_head) {
+  return begin >= end ? WorkItem{} : from_head ? CtaFirstItem(p) : p.items[begin];
+}
 
 // A ring position: stage index and the parity of its current use.
 template <int kSize>
@@ -216,7 +221,7 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
   const int lane = threadIdx.x % 32;
   const T* q = static_cast<const T*>(p.q);
   RingSlot<kTmaItemBuffers> buf;
-  WorkItem next = begin >= end ? WorkItem{} : from_head ? CtaFirstItem(p) : p.items[begin];
+  WorkItem next = CtaRangeFirstItem(p, begin, end, from_head);
   constexpr int kRowsPerLane = kTileRows / 32;
   for (int32_t i = begin; i < end; ++i) {
     const WorkItem it = next;
@@ -294,7 +299,7 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
     NamedBarrierSync(kTmaStartGate, TmaStartGateThreads(!kBoth));
     gated = true;
   };
-  WorkItem next = begin >= end ? WorkItem{} : from_head ? CtaFirstItem(p) : p.items[begin];
+  WorkItem next = CtaRangeFirstItem(p, begin, end, from_head);
   for (int32_t i = begin; i < end; ++i) {
     const WorkItem it = next;
     if (i + 1 < end) next = p.items[i + 1];

@@ -56,7 +56,7 @@ TreePlan BuildTreePlan(const std::vector<TreeNode>& nodes, const PlanOptions& op
     // Runs of shuffle_run ids in a random order, each run's ids consecutive.
     const int32_t run = std::max(1, options.shuffle_run);
     out.num_pages = (out.num_pages + run - 1) / run * run;  // whole runs: every mapped id stays in the pool
-    std::vector<int32_t> perm(static_cast<size_t>((out.num_pages + run - 1) / run));
+    std::vector<int32_t> perm(static_cast<size_t>(out.num_pages / run));
     std::iota(perm.begin(), perm.end(), 0);
     for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.UniformInt(i)]);
     for (int32_t& p : plan.page_indices) p = perm[p / run] * run + p % run;
