@@ -311,10 +311,11 @@ TEST(WorkPlanGroupTest, SmallSuffixItemsAreGroupedWhereMany) {
 }
 
 // Light items (4-row suffix tiles) around heavy ones (128-row prefix tiles):
-// each CTA runs the same items as without spreading; CTAs whose first heavy
-// item reads the same KV chunk run the same number of light items before it;
-// and the light items do not all sit at one end of every CTA's list.
-TEST(WorkPlanSpreadTest, LightItemsAreSpreadAroundHeavyOnes) {
+// each CTA runs the same items as without spreading; a CTA's light items all
+// come before its first heavy item or all right after it; CTAs whose first
+// heavy item reads the same KV chunk make the same choice; and the choice
+// differs across chunks (not every CTA's light items at one end).
+TEST(WorkPlanSpreadTest, LightItemsGoBeforeOrAfterTheFirstHeavyOneByChunk) {
   WorkShape shape{32, 8, 128, 2};
   const DeviceModel device;
   testing::PlanOptions opt;
@@ -327,10 +328,9 @@ TEST(WorkPlanSpreadTest, LightItemsAreSpreadAroundHeavyOnes) {
   auto key = [](const WorkItem& it) {
     return std::vector<int32_t>{it.segment, it.kv_head, it.row_begin, it.row_count, it.kv_begin, it.kv_end, it.chunk};
   };
-  // Per first heavy chunk: the fraction of the CTA's light items before it
-  // (floor(f * (n + 1)) / (n + 1) for one f per chunk) and 1 / (n + 1).
-  std::map<std::vector<int32_t>, std::pair<double, double>> before_by_chunk;
-  int32_t light_first = 0, both_ends = 0, ctas = 0;
+  auto is_light = [&](int32_t i) { return spread.items[i].row_count <= kLightRows; };
+  std::map<std::vector<int32_t>, bool> first_by_chunk;  // first heavy chunk -> light items first
+  int32_t light_first = 0, ctas = 0;
   for (size_t c = 0; c + 1 < spread.cta_item_indptr.size(); ++c) {
     const int32_t b = spread.cta_item_indptr[c], e = spread.cta_item_indptr[c + 1];
     std::vector<std::vector<int32_t>> got, want;
@@ -341,25 +341,29 @@ TEST(WorkPlanSpreadTest, LightItemsAreSpreadAroundHeavyOnes) {
     std::sort(got.begin(), got.end());
     std::sort(want.begin(), want.end());
     EXPECT_EQ(got, want) << "CTA " << c;
-    int32_t before = 0;
-    while (b + before < e && spread.items[b + before].row_count <= kLightRows) ++before;
-    if (b + before == e || before == e - b) continue;  // no heavy item
-    const WorkItem& first = spread.items[b + before];
+    int32_t heavy = b;
+    while (heavy < e && is_light(heavy)) ++heavy;
     int32_t light = 0;
-    for (int32_t i = b; i < e; ++i) light += spread.items[i].row_count <= kLightRows;
-    const std::pair<double, double> at{static_cast<double>(before) / (light + 1), 1.0 / (light + 1)};
-    const auto [it, fresh] = before_by_chunk.emplace(std::vector<int32_t>{first.segment, first.kv_head, first.chunk}, at);
+    for (int32_t i = b; i < e; ++i) light += is_light(i);
+    if (heavy == e || light == 0) continue;  // no heavy item or no light one: nothing to place
+    const bool first = heavy > b;
+    // The light items form one run: all before the first heavy item, or all right after it.
+    const int32_t run_begin = first ? b : heavy + 1;
+    for (int32_t i = run_begin; i < run_begin + light; ++i) {
+      EXPECT_TRUE(is_light(i)) << "CTA " << c << " item " << i;
+    }
+    const WorkItem& chunk = spread.items[heavy];
+    const auto [it, fresh] =
+        first_by_chunk.emplace(std::vector<int32_t>{chunk.segment, chunk.kv_head, chunk.chunk}, first);
     if (!fresh) {
-      EXPECT_LT(std::abs(it->second.first - at.first), std::max(it->second.second, at.second)) << "CTA " << c;
+      EXPECT_EQ(it->second, first) << "CTA " << c;
     }
     ++ctas;
-    light_first += spread.items[b].row_count <= kLightRows;
-    both_ends += spread.items[b].row_count <= kLightRows && spread.items[e - 1].row_count <= kLightRows;
+    light_first += first;
   }
   ASSERT_GT(ctas, 100);
   EXPECT_GT(light_first, ctas / 10);
   EXPECT_LT(light_first, ctas * 9 / 10);
-  EXPECT_GT(both_ends, ctas / 10);  // light items before and after the heavy ones
 }
 
 // Pages in order: every tile's pages are consecutive; scattered over a pool:
