@@ -349,6 +349,7 @@ TEST(WorkPlanSpreadTest, LightItemsGoBeforeOrAfterTheFirstHeavyOneByChunk) {
     const bool first = heavy > b;
     // The light items form one run: all before the first heavy item, or all right after it.
     const int32_t run_begin = first ? b : heavy + 1;
+    ASSERT_LE(run_begin + light, e) << "CTA " << c;
     for (int32_t i = run_begin; i < run_begin + light; ++i) {
       EXPECT_TRUE(is_light(i)) << "CTA " << c << " item " << i;
     }
