@@ -97,6 +97,14 @@ __device__ __forceinline__ void BulkCopyToShared(void* dst, const void* src, uin
 #endif
 }
 
+// Arrives on `bar` once every cp.async (non-bulk) this thread issued before
+// has completed; .noinc: the barrier's expected arrival count includes it.
+__device__ __forceinline__ void CpAsyncArriveNoinc(uint64_t* bar) {
+#ifdef BANYAN_WGMMA_ENABLED
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(SmemAddress(bar)) : "memory");
+#endif
+}
+
 // Loads the box of `map` at element coordinates (c0 innermost, c1, ..., c4)
 // into shared memory at `dst` (laid out and swizzled as the map says);
 // completes the box's bytes on `bar`. Elements outside the tensor read as

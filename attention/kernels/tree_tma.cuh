@@ -4,8 +4,9 @@
 // FlashAttention-3 feeds its tensor cores. 384 threads:
 //   warpgroup 0, the producers (40 or 64 registers, below; two or three
 //     warps work): warp 1 copies each item's q rows (one 1-D bulk copy per
-//     entry: its query heads of the KV group are contiguous in q) and row
-//     metadata into the item buffer; warp 0 issues, per 64-token KV tile, TMA box loads (tensor maps
+//     entry: its query heads of the KV group are contiguous in q; at D = 64
+//     cp.async by every lane, kTmaQByLanes) and row metadata into the item
+//     buffer; warp 0 issues, per 64-token KV tile, TMA box loads (tensor maps
 //     over the whole KV pool, 128-byte swizzle, kv_tensor_map.h) into a ring
 //     of kTmaStages stages: K and V, or with kTmaSplitKv K only, warp 2
 //     loading V on barriers of its own, so that a stage's K half reloads
@@ -38,7 +39,8 @@
 // full (1 arrival + the tile's bytes; without kTmaSplitKv K's covers both
 // planes) and empty (8 consumer warps: K after S of its tile retired, V after
 // its P . V retired, one iteration later);
-// item_full[b] (the 32 lanes of producer warp 1 + the q bytes) and
+// item_full[b] (the 32 lanes of producer warp 1 + the q bytes, or at
+// D = 64 each lane's cp.async arrival: kTmaQByLanes) and
 // item_empty[b] (256 consumer threads, once they hold the item in registers).
 // The only generic-proxy writes the tensor cores read are the zeroed V rows:
 // the consumers fence the async proxy and meet at named barrier 1 before
@@ -66,6 +68,16 @@ inline constexpr int kTmaThreads = 128 + kTmaConsumerThreads;
 // registers (at the item's start), so the next item's q rows still load
 // during the current item; its 35 KB buy a fifth KV stage at D = 128.
 inline constexpr int kTmaItemBuffers = 1;
+// How the items warp copies an item's q rows into the item buffer: one TMA
+// bulk copy per entry (item_full counts the bytes; 32 arrivals), or, at
+// D = 64, each lane its rows with cp.async on the LSU path (each lane
+// arrives twice: its metadata, then cp.async.mbarrier.arrive.noinc once its
+// copies landed). H100, session 13: at D = 64 (the engine's heads; no start
+// gate there, so bulk q copies queue in the TMA unit behind the KV warp's
+// boxes) the engine row runs 2.4% faster; at D = 128 the per-row copies made
+// the small shape 9% slower (PERF_NOTES session 13 item 7).
+template <int D>
+inline constexpr bool kTmaQByLanes = D == 64;
 // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <=
 // 64 K): the consumers need more than the 168 of an even split to keep wgmma
 // pipelined. Two splits, a kernel template argument each: kTmaLeanProducer
@@ -244,7 +256,7 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
     uint64_t* item_full = L::ItemFull(smem, buf.index);
     if (lane == 0) {
       meta->item = it;
-      MbarrierExpectTx(item_full, static_cast<uint32_t>(it.row_count) * D * sizeof(T));
+      if constexpr (!kTmaQByLanes<D>) MbarrierExpectTx(item_full, static_cast<uint32_t>(it.row_count) * D * sizeof(T));
     }
     __syncwarp();
     T* q_rows = L::QRows(smem, buf.index);
@@ -258,15 +270,21 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
       meta->entry[r] = entry;
       meta->head[r] = head;
       meta->limit[r] = min(kv_limit[k], it.kv_end);
-      // One copy per entry (its first row in the item): the TMA unit takes
-      // small copies one at a time (128 row copies made an item's q the
-      // last thing to land, PERF_NOTES session 10).
-      if (packed % p.group == 0 || r == 0) {
+      if constexpr (kTmaQByLanes<D>) {  // the lane's row, 16 bytes per cp.async
+        const T* src = q + (int64_t{q_row[k]} * p.num_q_heads + head) * D;
+        T* dst = q_rows + r * L::kQStride;
+#pragma unroll
+        for (int c = 0; c < D / 8; ++c) CpAsync16(dst + c * 8, src + c * 8, true);
+      } else if (packed % p.group == 0 || r == 0) {
+        // One copy per entry (its first row in the item): the TMA unit takes
+        // small copies one at a time (128 row copies made an item's q the
+        // last thing to land, PERF_NOTES session 10).
         const int32_t rows = min(p.group - packed % p.group, it.row_count - r);
         BulkCopyToShared(q_rows + r * L::kQStride, q + (int64_t{q_row[k]} * p.num_q_heads + head) * D,
                          static_cast<uint32_t>(rows) * D * sizeof(T), item_full);
       }
     }
+    if constexpr (kTmaQByLanes<D>) CpAsyncArriveNoinc(item_full);  // once this lane's rows have landed
     MbarrierArrive(item_full);
     if (i == begin && gate) NamedBarrierArrive(kTmaStartGate, TmaStartGateThreads(split_kv));  // the q copies are out
     buf.Advance();
@@ -581,7 +599,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       }
     }
     for (int b = 0; b < kTmaItemBuffers; ++b) {
-      MbarrierInit(L::ItemFull(smem, b), 32);
+      MbarrierInit(L::ItemFull(smem, b), kTmaQByLanes<D> ? 64 : 32);  // TmaProduceItems' arrivals
       MbarrierInit(L::ItemEmpty(smem, b), kTmaConsumerThreads);
     }
     FenceMbarrierInit();
