@@ -73,9 +73,9 @@ inline constexpr int kTmaItemBuffers = 1;
 // D = 64, each lane its rows with cp.async on the LSU path (each lane
 // arrives twice: its metadata, then cp.async.mbarrier.arrive.noinc once its
 // copies landed). H100, session 13: at D = 64 (the engine's heads; no start
-// gate there, so bulk q copies queue in the TMA unit behind the KV warp's
-// boxes) the engine row runs 2.4% faster; at D = 128 the per-row copies made
-// the small shape 9% slower (PERF_NOTES session 13 item 7).
+// gate there, and bulk q copies likely queue in the TMA unit behind the KV
+// warp's boxes) the engine row runs 2.4-2.6% faster; at D = 128 the per-row
+// copies made the small shape 9% slower (PERF_NOTES session 13 item 7).
 template <int D>
 inline constexpr bool kTmaQByLanes = D == 64;
 // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <=
