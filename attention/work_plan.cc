@@ -606,14 +606,30 @@ void WorkPlanner::FillCtaHeads(const AttentionPlan& plan, int32_t group, int32_t
   }
 }
 
+namespace {
+
+// The 64-position tiles a batched item's loads cover, as the TMA kernel reads
+// them (kernels/params.cuh TmaTiles): pool positions first_slot + token, from
+// the 64-aligned tile holding the first token. Empty items have none.
+struct PoolTiles {
+  int32_t pos_begin, pos_end, base0, count;
+  explicit PoolTiles(const WorkItem& it)
+      : pos_begin(it.first_slot + it.kv_begin),
+        pos_end(it.first_slot + it.kv_end),
+        base0(pos_begin & ~(kKvTile - 1)),
+        count(pos_end > pos_begin ? CeilDiv(pos_end - base0, kKvTile) : 0) {}
+};
+
+bool IsBatched(const WorkItem& it) { return it.kind == static_cast<int32_t>(ItemKind::kBatched); }
+
+}  // namespace
+
 double BatchedTilesPerCta(const WorkPlan& work) {
   const size_t ctas = work.cta_item_indptr.empty() ? 0 : work.cta_item_indptr.size() - 1;
   if (ctas == 0) return 0.0;
   int64_t tiles = 0;
   for (const WorkItem& it : work.items) {
-    if (it.kind != static_cast<int32_t>(ItemKind::kBatched) || it.kv_end <= it.kv_begin) continue;
-    const int32_t pos_begin = it.first_slot + it.kv_begin, pos_end = it.first_slot + it.kv_end;
-    tiles += ((pos_end - 1) / kKvTile) - (pos_begin / kKvTile) + 1;  // tiles aligned to pool positions, as read
+    if (IsBatched(it)) tiles += PoolTiles(it).count;
   }
   return static_cast<double>(tiles) / static_cast<double>(ctas);
 }
@@ -623,11 +639,12 @@ double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work)
   if (ps >= kKvTile) return 1.0;
   int64_t tiles = 0, consecutive = 0;  // weighted by rows
   for (const WorkItem& it : work.items) {
-    if (it.kind != static_cast<int32_t>(ItemKind::kBatched) || it.kv_head != 0 || it.kv_end <= it.kv_begin) continue;
+    if (!IsBatched(it) || it.kv_head != 0) continue;
     const int32_t* pages = plan.page_indices.data() + it.page_begin;
-    const int32_t pos_begin = it.first_slot + it.kv_begin, pos_end = it.first_slot + it.kv_end;
-    for (int32_t base = pos_begin & ~(kKvTile - 1); base < pos_end; base += kKvTile) {
-      const int32_t first = std::max(base, pos_begin) / ps, last = (std::min(base + kKvTile, pos_end) - 1) / ps;
+    const PoolTiles t(it);
+    for (int32_t i = 0; i < t.count; ++i) {
+      const int32_t base = t.base0 + i * kKvTile;
+      const int32_t first = std::max(base, t.pos_begin) / ps, last = (std::min(base + kKvTile, t.pos_end) - 1) / ps;
       bool in_order = true;
       for (int32_t page = first + 1; page <= last; ++page) in_order = in_order && pages[page] == pages[page - 1] + 1;
       tiles += it.row_count;
