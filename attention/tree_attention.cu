@@ -87,12 +87,23 @@ double MeanBatchedTiles(const WorkPlan& work) {
 }
 
 // True when every query row sees exactly one KV token over all its entries
-// (kernels/single_token.cuh then runs the plan).
-bool SeesOneTokenPerRow(const AttentionPlan& plan) {
+// (kernels/single_token.cuh then runs the plan); row_token then holds each
+// row's token as (page id, slot), two ints per row.
+bool FindSingleTokens(const AttentionPlan& plan, std::vector<int32_t>& row_token) {
   if (plan.num_queries == 0) return false;
-  std::vector<int64_t> seen(plan.num_queries, 0);
-  for (int32_t e = 0; e < plan.num_entries(); ++e) seen[plan.entry_query[e]] += plan.entry_kv_limit[e];
-  return std::all_of(seen.begin(), seen.end(), [](int64_t n) { return n == 1; });
+  row_token.assign(2 * static_cast<size_t>(plan.num_queries), -1);
+  for (int32_t s = 0; s < plan.num_segments(); ++s) {
+    for (int32_t e = plan.segment_entry_indptr[s]; e < plan.segment_entry_indptr[s + 1]; ++e) {
+      const int32_t limit = plan.entry_kv_limit[e];
+      if (limit == 0) continue;
+      int32_t* token = &row_token[2 * static_cast<size_t>(plan.entry_query[e])];
+      if (limit != 1 || token[0] >= 0) return false;  // more than one token
+      // The segment's token 0 (first_slot < page_size: in its first page).
+      token[0] = plan.page_indices[plan.segment_page_indptr[s]];
+      token[1] = plan.segment_first_slot[s];
+    }
+  }
+  return std::none_of(row_token.begin(), row_token.end(), [](int32_t x) { return x < 0; });
 }
 
 int64_t Bucket(int64_t n) {
@@ -101,9 +112,27 @@ int64_t Bucket(int64_t n) {
   return c;
 }
 
-enum Array { kSegPageIndptr, kPages, kFirstSlot, kSegEntryIndptr, kEntryQuery, kEntryLimit, kQueryIndptr,
-             kQueryEntries, kQueryItems, kItems, kCtaIndptr, kCtaHead, kPartialBase, kNumChunks, kRowSlotIndptr, kNumQueries, kItemEntry,
-             kNumArrays };
+enum Array {
+  kSegPageIndptr,
+  kPages,
+  kFirstSlot,
+  kSegEntryIndptr,
+  kEntryQuery,
+  kEntryLimit,
+  kQueryIndptr,
+  kQueryEntries,
+  kQueryItems,
+  kItems,
+  kCtaIndptr,
+  kCtaHead,
+  kPartialBase,
+  kNumChunks,
+  kRowSlotIndptr,
+  kNumQueries,
+  kItemEntry,
+  kRowToken,
+  kNumArrays
+};
 
 }  // namespace
 
@@ -145,6 +174,7 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {work().row_slot_indptr.data(), static_cast<int64_t>(work().row_slot_indptr.size())},
       {&nq, 1},
       {work().item_entry.data(), static_cast<int64_t>(work().item_entry.size())},
+      {row_token_.data(), single_token_ ? static_cast<int64_t>(row_token_.size()) : 0},
   };
   // Offsets from bucketed capacities: unchanged while every array fits its bucket.
   int64_t offsets[kNumArrays + 1];
@@ -176,7 +206,7 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
 absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream,
                                     PlanCheck check) {
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
-  single_token_ = SeesOneTokenPerRow(*args.plan);
+  single_token_ = FindSingleTokens(*args.plan, row_token_);
   if (single_token_) {
     planner_.Clear();
     BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
@@ -346,14 +376,12 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.out = args.out;
   p.out_dtype = static_cast<int32_t>(args.out_dtype);
   p.lse = args.lse;
-  if (single_token_) {
-    constexpr int kWarpsPerBlock = kernels::kSingleTokenThreads / 32;  // a warp per row
-    const int grid = std::min((prepared_queries_ + kWarpsPerBlock - 1) / kWarpsPerBlock, 16 * num_sms_);
+  if (single_token_) {  // a block per row
     return Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
       using T = typename decltype(tag)::type;
       constexpr int D = decltype(dim)::value;
       kernels::SingleTokenKernel<T, D>
-          <<<grid, kernels::kSingleTokenThreads, 0, stream>>>(p, args.plan->num_segments());
+          <<<prepared_queries_, kernels::kSingleTokenThreads, 0, stream>>>(p, blob + offsets_[kRowToken]);
       BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
       return absl::OkStatus();
     });

@@ -276,6 +276,7 @@ class TreeAttention {
   // The prepared plan has every query row seeing exactly one KV token: Run
   // gathers V (kernels/single_token.cuh) instead of items and a merge.
   bool single_token_ = false;
+  std::vector<int32_t> row_token_;  // then each row's token: page id, slot
   // Shape of the prepared plan, checked by Run.
   const AttentionPlan* prepared_plan_ = nullptr;
   int32_t prepared_queries_ = -1;
@@ -288,7 +289,7 @@ class TreeAttention {
   gpu::PinnedBuffer staging_;
   gpu::DeviceBuffer partials_;
   cudaEvent_t staging_free_ = nullptr;
-  static constexpr int kNumUploadArrays = 17;  // the arrays Upload copies (tree_attention.cu)
+  static constexpr int kNumUploadArrays = 18;  // the arrays Upload copies (tree_attention.cu)
   int64_t offsets_[kNumUploadArrays + 1] = {};
 };
 

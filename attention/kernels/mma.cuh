@@ -86,6 +86,10 @@ __device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162fl
 __device__ __forceinline__ float ToFloat(__half x) { return __half2float(x); }
 
 // Runtime dtype codes (banyan::DType values): 0 f32, 1 bf16, 2 f16.
+template <typename T>
+__device__ __forceinline__ constexpr int DTypeCode() {
+  return std::is_same_v<T, float> ? 0 : std::is_same_v<T, __nv_bfloat16> ? 1 : 2;
+}
 __device__ __forceinline__ float LoadAny(const void* p, int dtype, int64_t i) {
   if (dtype == 0) return static_cast<const float*>(p)[i];
   if (dtype == 1) return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);

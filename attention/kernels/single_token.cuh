@@ -1,10 +1,13 @@
-// Plans whose every query row sees exactly one KV token (SeesOneTokenPerRow):
+// Plans whose every query row sees exactly one KV token (FindSingleTokens, tree_attention.cu):
 // attention is then that token's V (the softmax of one score is 1) and the
 // lse its scaled score, so no work plan, partials or merge are needed. The
 // engine's no-attention ceiling (each row sees only its own token) is such a
 // plan, as is a first decode step over one-token prompts.
-// One warp per row (its token found once, then every query head), grid-stride;
-// reads the uploaded plan arrays (TreeParams) and the pool; writes out and lse.
+// One block per row: the host found each row's token (row_token: its page id
+// and slot, two ints per row), so the row's K, V and q chunks all load after
+// one round trip and are stored after a second. A thread takes 16-byte chunks
+// of V (and K, for the lse) of one query head; the D / kVec threads of a head
+// are consecutive lanes of a warp and sum q . k with shuffles.
 #ifndef BANYAN_ATTENTION_KERNELS_SINGLE_TOKEN_CUH_
 #define BANYAN_ATTENTION_KERNELS_SINGLE_TOKEN_CUH_
 
@@ -17,49 +20,47 @@ namespace banyan::attention::kernels {
 inline constexpr int kSingleTokenThreads = 256;
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kSingleTokenThreads) SingleTokenKernel(TreeParams p, int32_t num_segments) {
-  constexpr int kWarpsPerBlock = kSingleTokenThreads / 32;
+__global__ void __launch_bounds__(kSingleTokenThreads) SingleTokenKernel(TreeParams p, const int32_t* row_token) {
+  constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte chunk
+  constexpr int kChunksPerHead = D / kVec;                // 8, 16 or 32: a divisor of the warp
+  static_assert(kChunksPerHead <= 32 && 32 % kChunksPerHead == 0);
   const int lane = threadIdx.x % 32;
-  const int32_t rows = *p.num_queries;
-  const int32_t stride = gridDim.x * kWarpsPerBlock;
-  for (int32_t row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; row < rows; row += stride) {
-    // The row's entry that sees a token (the others see none).
-    int32_t entry = 0;
-    for (int32_t k = p.query_entry_indptr[row]; k < p.query_entry_indptr[row + 1]; ++k) {
-      const int32_t e = p.query_entries[k];
-      if (p.entry_kv_limit[e] > 0) entry = e;
-    }
-    // Its segment (entries are numbered segment after segment) and the
-    // segment's first token.
-    int32_t lo = 0, hi = num_segments;
-    while (hi - lo > 1) {
-      const int32_t mid = (lo + hi) / 2;
-      if (p.segment_entry_indptr[mid] <= entry) {
-        lo = mid;
-      } else {
-        hi = mid;
+  const int32_t row = blockIdx.x;
+  const int32_t page = row_token[2 * row], slot = row_token[2 * row + 1];
+  const int32_t chunks = p.num_q_heads * kChunksPerHead;
+  // Warp-uniform trip count: every lane reaches the shuffles.
+  for (int32_t c0 = static_cast<int32_t>(threadIdx.x) - lane; c0 < chunks; c0 += kSingleTokenThreads) {
+    const int32_t c = c0 + lane;
+    const bool in = c < chunks;
+    const int32_t head = in ? c / kChunksPerHead : 0, part = c % kChunksPerHead;
+    const int64_t at = ((int64_t{page} * p.num_kv_heads + head / p.group) * p.page_size + slot) * D + part * kVec;
+    const int64_t idx = (int64_t{row} * p.num_q_heads + head) * D + part * kVec;
+    uint4 v = {}, k = {};
+    float q[kVec] = {};
+    if (in) {
+      v = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.kv_pool) + p.v_plane + at);
+      if (p.lse != nullptr) {
+        k = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.kv_pool) + p.k_plane + at);
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) q[i] = LoadAny(p.q, p.q_dtype, idx + i);
       }
     }
-    const int32_t position = p.segment_first_slot[lo];
-    const int64_t page = p.page_indices[p.segment_page_indptr[lo] + position / p.page_size];
-    const int32_t slot = position % p.page_size;
-    // Every query head of the row: its KV head's K and V rows of that token.
-    for (int32_t head = 0; head < p.num_q_heads; ++head) {
-      const int64_t at = ((page * p.num_kv_heads + head / p.group) * p.page_size + slot) * D;
-      const T* k = static_cast<const T*>(p.kv_pool) + p.k_plane + at;
-      const T* v = static_cast<const T*>(p.kv_pool) + p.v_plane + at;
-      const int64_t idx = int64_t{row} * p.num_q_heads + head;
+    const T* vx = reinterpret_cast<const T*>(&v);
+    const T* kx = reinterpret_cast<const T*>(&k);
+    if (in && p.out_dtype == DTypeCode<T>()) {  // the KV type: the chunk as it is
+      *reinterpret_cast<uint4*>(static_cast<T*>(p.out) + idx) = v;
+    } else if (in) {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) StoreAny(p.out, p.out_dtype, idx + i, ToFloat(vx[i]));
+    }
+    if (p.lse != nullptr) {
       float dot = 0.0f;
 #pragma unroll
-      for (int d = lane; d < D; d += 32) {
-        StoreAny(p.out, p.out_dtype, idx * D + d, ToFloat(v[d]));
-        if (p.lse != nullptr) dot += LoadAny(p.q, p.q_dtype, idx * D + d) * ToFloat(k[d]);
-      }
-      if (p.lse != nullptr) {
+      for (int i = 0; i < kVec; ++i) dot += q[i] * ToFloat(kx[i]);
 #pragma unroll
-        for (int off = 16; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-        if (lane == 0) p.lse[idx] = dot * p.scale_log2 * kLn2;  // log(exp(scale q . k))
-      }
+      for (int off = kChunksPerHead / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+      // log(exp(scale q . k)), by the head's first thread.
+      if (in && part == 0) p.lse[int64_t{row} * p.num_q_heads + head] = dot * p.scale_log2 * kLn2;
     }
   }
 }
