@@ -203,6 +203,17 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
   return absl::OkStatus();
 }
 
+template <typename Kernel>
+absl::StatusOr<int> TreeAttention::Configured(Kernel* kernel, int threads, int smem_bytes) {
+  const void* key = reinterpret_cast<const void*>(kernel);
+  for (const auto& [configured, ctas] : configured_) {
+    if (configured == key) return ctas;
+  }
+  BANYAN_ASSIGN_OR_RETURN(const int ctas, ConfigureKernel(kernel, threads, smem_bytes));
+  configured_.emplace_back(key, ctas);
+  return ctas;
+}
+
 absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream,
                                     PlanCheck check) {
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
@@ -237,25 +248,25 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
       constexpr int D = decltype(dim)::value;
       if constexpr (sizeof(T) == 2) {
         if (variant_ == KernelVariant::kWgmma) {
-          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, ConfigureKernel(kernels::PersistentWgmmaKernel<T, D>, kernels::kThreads,
+          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, Configured(kernels::PersistentWgmmaKernel<T, D>, kernels::kThreads,
                                                                kernels::kWgmmaSmemBytes<T, D>));
           return absl::OkStatus();
         }
         if (variant_ == KernelVariant::kTma) {
           // Both register splits at D = 128 (the rings, which pick one, are decided after the plan).
           BANYAN_ASSIGN_OR_RETURN(ctas_per_sm,
-                                  ConfigureKernel(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>,
+                                  Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>,
                                                   kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
           if constexpr (kernels::TmaProducerRegsFor(D, false) == kernels::kTmaLeanProducer) {
             BANYAN_ASSIGN_OR_RETURN(const int lean_ctas_per_sm,
-                                    ConfigureKernel(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>,
+                                    Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>,
                                                     kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
             ctas_per_sm = std::min(ctas_per_sm, lean_ctas_per_sm);
           }
           return absl::OkStatus();
         }
       }
-      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, ConfigureKernel(kernels::PersistentAttentionKernel<T, D>, kernels::kThreads,
+      BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, Configured(kernels::PersistentAttentionKernel<T, D>, kernels::kThreads,
                                                            kernels::kPersistentSmemBytes<T, D>));
       return absl::OkStatus();
     }));

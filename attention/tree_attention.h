@@ -33,6 +33,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -231,6 +233,12 @@ class TreeAttention {
   bool wide_merge() const;
   TreeAttention() = default;
   absl::Status Upload(const AttentionPlan& plan, cudaStream_t stream);
+  // ctas_per_sm of a kernel, configured (its shared-memory limit) on first
+  // use only: the driver calls cost ~6 us per Prepare on the H100's host,
+  // where the GPU waits for Prepare at every decode step.
+  template <typename Kernel>
+  absl::StatusOr<int> Configured(Kernel* kernel, int threads, int smem_bytes);
+  std::vector<std::pair<const void*, int>> configured_;
   // kv_maps_ for args' pool, layout and KV dtype, encoded only when one of
   // them changed (the maps cover every layer: one encoding serves a step).
   absl::Status UpdateKvMaps(const AttentionArgs& args);
