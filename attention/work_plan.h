@@ -290,6 +290,8 @@ class WorkPlanner {
   std::vector<int32_t> segment_entry_indptr_, entry_query_, query_entry_indptr_, query_entries_;
   // Per segment of the last plan: its KV chunk length and count.
   std::vector<int32_t> chunk_len_, chunks_;
+  // Per item of the last build: its first and last entry.
+  std::vector<int32_t> item_entries_;
 };
 
 // Of the 64-token KV tiles that the batched items of `work` read (KV head 0's

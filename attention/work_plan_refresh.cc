@@ -62,6 +62,14 @@ void WorkPlanner::Remember(const AttentionPlan& plan, const WorkShape& shape, co
   entry_query_ = plan.entry_query;
   query_entry_indptr_ = plan.query_entry_indptr;
   query_entries_ = plan.query_entries;
+  // Each item's first and last entry (fixed while the topology is: Refresh reads them instead of dividing).
+  const int32_t group = shape.group();
+  item_entries_.resize(2 * plan_.items.size());
+  for (size_t i = 0; i < plan_.items.size(); ++i) {
+    const WorkItem& it = plan_.items[i];
+    item_entries_[2 * i] = it.entry_begin + it.row_begin / group;
+    item_entries_[2 * i + 1] = it.entry_begin + (it.row_begin + it.row_count - 1) / group;
+  }
 }
 
 bool WorkPlanner::CanRefresh(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
@@ -82,19 +90,21 @@ bool WorkPlanner::CanRefresh(const AttentionPlan& plan, const WorkShape& shape, 
 
 void WorkPlanner::Refresh(const AttentionPlan& plan, const WorkShape& shape) {
   const int32_t group = shape.group();
-  for (WorkItem& it : plan_.items) {
+  for (size_t i = 0; i < plan_.items.size(); ++i) {
+    WorkItem& it = plan_.items[i];
     const int32_t s = it.segment;
     // As BuildWorkPlan: the chunk's end, clamped to the largest kv limit of the item's rows.
     const int32_t end = std::min(plan.segment_length[s], it.kv_begin + chunk_len_[s]);
-    const int32_t e_first = it.entry_begin + it.row_begin / group;
-    const int32_t e_last = it.entry_begin + (it.row_begin + it.row_count - 1) / group;
+    const int32_t e_first = item_entries_[2 * i], e_last = item_entries_[2 * i + 1];
     int32_t limit = 0;
     for (int32_t e = e_first; e <= e_last; ++e) limit = std::max(limit, plan.entry_kv_limit[e]);
     it.kv_end = std::max(it.kv_begin, std::min(end, limit));
     it.page_begin = plan.segment_page_indptr[s];
     it.first_slot = plan.segment_first_slot[s];
+    // Of the item's FillItemEntries words only the first entry's limit can
+    // change: same entries, rows and partial slots (the topology is the same).
+    plan_.item_entry[4 * i + 1] = plan.entry_kv_limit[e_first];
   }
-  FillItemEntries(plan, group, &plan_);
   FillCtaHeads(plan, group, device_.num_ctas(), &plan_);
 }
 
