@@ -249,25 +249,24 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
       if constexpr (sizeof(T) == 2) {
         if (variant_ == KernelVariant::kWgmma) {
           BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, Configured(kernels::PersistentWgmmaKernel<T, D>, kernels::kThreads,
-                                                               kernels::kWgmmaSmemBytes<T, D>));
+                                                          kernels::kWgmmaSmemBytes<T, D>));
           return absl::OkStatus();
         }
         if (variant_ == KernelVariant::kTma) {
           // Both register splits at D = 128 (the rings, which pick one, are decided after the plan).
-          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm,
-                                  Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>,
-                                                  kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+          BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>,
+                                                          kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
           if constexpr (kernels::TmaProducerRegsFor(D, false) == kernels::kTmaLeanProducer) {
             BANYAN_ASSIGN_OR_RETURN(const int lean_ctas_per_sm,
                                     Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>,
-                                                    kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+                                               kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
             ctas_per_sm = std::min(ctas_per_sm, lean_ctas_per_sm);
           }
           return absl::OkStatus();
         }
       }
       BANYAN_ASSIGN_OR_RETURN(ctas_per_sm, Configured(kernels::PersistentAttentionKernel<T, D>, kernels::kThreads,
-                                                           kernels::kPersistentSmemBytes<T, D>));
+                                                      kernels::kPersistentSmemBytes<T, D>));
       return absl::OkStatus();
     }));
     DeviceModel device;
