@@ -285,7 +285,26 @@ class EngineImpl final : public Engine {
     Task* task;
     int32_t predicted = -1;  // kScore: index into task->input
   };
-  std::vector<std::vector<Consumer>> consumers_;
+  // Per logits row of the step, the tasks that consume it. Rows keep their
+  // vectors (and capacity) from step to step: no allocation per row and step.
+  class ConsumerRows {
+   public:
+    void clear() { size_ = 0; }
+    size_t size() const { return size_; }
+    std::vector<Consumer>& operator[](size_t i) { return rows_[i]; }
+    const std::vector<Consumer>& operator[](size_t i) const { return rows_[i]; }
+    // A new row, consumed by `c` so far.
+    void push_back(Consumer c) {
+      if (size_ == rows_.size()) rows_.emplace_back();
+      rows_[size_].clear();
+      rows_[size_++].push_back(c);
+    }
+
+   private:
+    std::vector<std::vector<Consumer>> rows_;  // [0, size_) are this step's
+    size_t size_ = 0;
+  };
+  ConsumerRows consumers_;
   std::vector<Task*> finished_flush_;  // decode tasks whose last token is in this step
   absl::flat_hash_map<uint64_t, int32_t> last_tokens_;  // node -> last token, this step
   int32_t decode_rows_ = 0;

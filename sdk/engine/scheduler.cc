@@ -177,6 +177,7 @@ void EngineImpl::Step(std::vector<Task*>& active) {
 void EngineImpl::CollectDecodeRows(std::vector<Task*>& decode) {
   std::sort(decode.begin(), decode.end(), ServeFirst);
   absl::flat_hash_map<uint64_t, int32_t> node_row;  // node -> logits row
+  node_row.reserve(decode.size());
   for (Task* t : decode) {
     if (decode_rows_ >= options_.max_batch) break;
     bool fresh = false;
@@ -242,7 +243,7 @@ void EngineImpl::CollectDecodeRows(std::vector<Task*>& decode) {
     spec_.push_back({t->branch, 1});
     rows_.push_back({t->last_token, static_cast<int32_t>(t->length - 1), slot});
     logit_rows_.push_back(static_cast<int32_t>(rows_.size() - 1));
-    consumers_.push_back({{t}});
+    consumers_.push_back({t});
     node_row[key] = static_cast<int32_t>(consumers_.size() - 1);
     ++decode_rows_;
     t->last_step = step_;
@@ -341,7 +342,7 @@ void EngineImpl::ScoreChunk(Task* t, int64_t* budget) {
     rows_.push_back({token, static_cast<int32_t>(t->length - first + r), slot});
     if (ti + 1 < n) {
       logit_rows_.push_back(static_cast<int32_t>(rows_.size() - 1));
-      consumers_.push_back({{t, static_cast<int32_t>(ti + 1)}});
+      consumers_.push_back({t, static_cast<int32_t>(ti + 1)});
     }
   }
   t->next += c;
