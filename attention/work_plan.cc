@@ -549,8 +549,8 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   std::vector<int32_t>& entry_delta = x.entry_delta;
   entry_delta.assign(static_cast<size_t>(plan.num_entries()) + 1, 0);
   for (const WorkItem& it : out.items) {
-    ++entry_delta[it.entry_begin + it.row_begin / group];
-    --entry_delta[it.entry_begin + (it.row_begin + it.row_count - 1) / group + 1];
+    ++entry_delta[ItemFirstEntry(it, group)];
+    --entry_delta[ItemLastEntry(it, group) + 1];
   }
   out.query_items.assign(plan.num_queries, 0);
   int32_t touching = 0;
@@ -566,8 +566,8 @@ void WorkPlanner::FillItemEntries(const AttentionPlan& plan, int32_t group, Work
   out.item_entry.assign(out.items.size() * 4, 0);
   for (size_t i = 0; i < out.items.size(); ++i) {
     const WorkItem& it = out.items[i];
-    const int32_t e0 = it.entry_begin + it.row_begin / group;
-    const int32_t e_last = it.entry_begin + (it.row_begin + it.row_count - 1) / group;
+    const int32_t e0 = ItemFirstEntry(it, group);
+    const int32_t e_last = ItemLastEntry(it, group);
     out.item_entry[4 * i] = plan.entry_query[e0];
     out.item_entry[4 * i + 1] = plan.entry_kv_limit[e0];
     out.item_entry[4 * i + 2] = out.entry_partial_base[e0];
@@ -600,8 +600,8 @@ void WorkPlanner::FillCtaHeads(const AttentionPlan& plan, int32_t group, int32_t
       if ((it.first_slot + last) / ps - page_base >= kHeadPages) break;
     }
     head[15] = tiles;
-    const int32_t e0 = it.entry_begin + it.row_begin / group;
-    const int32_t e_end = it.entry_begin + (it.row_begin + it.row_count - 1) / group + 1;
+    const int32_t e0 = ItemFirstEntry(it, group);
+    const int32_t e_end = ItemLastEntry(it, group) + 1;
     for (int32_t e = e0; e < e_end && e - e0 < kHeadQrows; ++e) head[kHeadQrowsAt + e - e0] = plan.entry_query[e];
   }
 }

@@ -80,6 +80,13 @@ struct WorkItem {
 };
 static_assert(sizeof(WorkItem) == 48);
 
+// The first and the last plan entry that an item's rows belong to (`group`
+// query heads per KV head: packed row r is entry r / group of its segment).
+inline int32_t ItemFirstEntry(const WorkItem& it, int32_t group) { return it.entry_begin + it.row_begin / group; }
+inline int32_t ItemLastEntry(const WorkItem& it, int32_t group) {
+  return it.entry_begin + (it.row_begin + it.row_count - 1) / group;
+}
+
 // Rows of a grouped small item (one warp of the mma.sync tile).
 inline constexpr int32_t kGroupRows = 16;
 // Small items are grouped only when there are at least this many per CTA.

@@ -67,8 +67,8 @@ void WorkPlanner::Remember(const AttentionPlan& plan, const WorkShape& shape, co
   item_entries_.resize(2 * plan_.items.size());
   for (size_t i = 0; i < plan_.items.size(); ++i) {
     const WorkItem& it = plan_.items[i];
-    item_entries_[2 * i] = it.entry_begin + it.row_begin / group;
-    item_entries_[2 * i + 1] = it.entry_begin + (it.row_begin + it.row_count - 1) / group;
+    item_entries_[2 * i] = ItemFirstEntry(it, group);
+    item_entries_[2 * i + 1] = ItemLastEntry(it, group);
   }
 }
 
