@@ -176,24 +176,21 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {work().item_entry.data(), static_cast<int64_t>(work().item_entry.size())},
       {row_token_.data(), single_token_ ? static_cast<int64_t>(row_token_.size()) : 0},
   };
-  // Offsets from bucketed capacities: unchanged while every array fits its bucket.
+  // Offsets from each array's power-of-two bucket: the layout changes only
+  // when an array crosses one, in either direction (the copy below moves the
+  // whole layout at every Prepare, and a decode step after a long prefill
+  // used to copy the prefill's capacities with it).
   int64_t offsets[kNumArrays + 1];
   offsets[0] = 0;
-  bool grow = false;
-  for (int a = 0; a < kNumArrays; ++a) {
-    const int64_t current = offsets_[a + 1] - offsets_[a];
-    const int64_t cap = std::max(current, Bucket(arrays[a].second));
-    grow |= cap != current;
-    offsets[a + 1] = offsets[a] + cap;
-  }
+  for (int a = 0; a < kNumArrays; ++a) offsets[a + 1] = offsets[a] + Bucket(arrays[a].second);
   // The previous upload must have left the staging buffer before it is rewritten.
   BANYAN_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staging_free_));
   const size_t bytes = static_cast<size_t>(offsets[kNumArrays]) * 4;
-  if (grow || blob_.size() < bytes) {
+  if (blob_.size() < bytes) {  // the buffers only grow
     BANYAN_ASSIGN_OR_RETURN(blob_, gpu::DeviceBuffer::Allocate(bytes));
     BANYAN_ASSIGN_OR_RETURN(staging_, gpu::PinnedBuffer::Allocate(bytes));
-    std::copy(offsets, offsets + kNumArrays + 1, offsets_);
   }
+  std::copy(offsets, offsets + kNumArrays + 1, offsets_);
   int32_t* host = staging_.As<int32_t>();
   for (int a = 0; a < kNumArrays; ++a) {
     if (arrays[a].second > 0) std::memcpy(host + offsets_[a], arrays[a].first, arrays[a].second * 4);
@@ -294,10 +291,17 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   }
   const bool short_plan = variant_ == KernelVariant::kTma && tma_short_plan_boxes_ && tma_rings_ == TmaRings::kAuto &&
                           args.head_dim() == 128 && BatchedTilesPerCta(work()) <= kTmaShortPlanTilesPerCta;
+  // The page order's share is judged when the work plan is built: a refresh
+  // keeps the build's items, and a decode step's new tokens move the share
+  // little (4-5 us per step at 2,272 items on a workplace CPU, which the GPU
+  // waited for at every decode step).
+  if (!planner_.last_refreshed()) consecutive_share_ = -1.0;  // a new build: judged again where needed
+  if (variant_ == KernelVariant::kTma && tma_rings_ == TmaRings::kAuto && !short_plan && consecutive_share_ < 0.0) {
+    consecutive_share_ = ConsecutivePageTileShare(*args.plan, work());
+  }
   tma_split_kv_ =
-      variant_ == KernelVariant::kTma &&
-      (tma_rings_ == TmaRings::kSplit || short_plan ||
-       (tma_rings_ == TmaRings::kAuto && ConsecutivePageTileShare(*args.plan, work()) < kTmaSharedMinShare));
+      variant_ == KernelVariant::kTma && (tma_rings_ == TmaRings::kSplit || short_plan ||
+                                          (tma_rings_ == TmaRings::kAuto && consecutive_share_ < kTmaSharedMinShare));
   tma_page_boxes_ = short_plan;
   BANYAN_RETURN_IF_ERROR(Upload(*args.plan, stream));
   const int64_t slots = Bucket(int64_t{work().num_partials} * args.num_q_heads);

@@ -13,8 +13,9 @@
 // item kernel, then the merge; on compute capability 9.0+ the merge is a
 // programmatic dependent launch whose start overlaps the item kernel) and
 // never synchronizes with the host, so it can be captured into a CUDA graph; a captured graph stays valid for later
-// plans as long as Prepare keeps the same buckets (buckets() reports them) and
-// the tensors stay at the same addresses. A plan whose every query row sees
+// plans as long as Prepare keeps every plan array in the same power-of-two
+// bucket (a plan that grows or shrinks across one moves the arrays) and the
+// tensors stay at the same addresses. A plan whose every query row sees
 // exactly one KV token (an engine's no-attention ceiling, a first step over
 // one-token prompts) is one gather launch instead: out = that token's V, lse =
 // its scaled score (kernels/single_token.cuh; work_plan() is then empty).
@@ -258,6 +259,9 @@ class TreeAttention {
   bool tma_gate_start_ = true;
   TmaRings tma_rings_ = TmaRings::kAuto;
   bool tma_split_kv_ = false;
+  // ConsecutivePageTileShare of the work plan's last build (-1: not judged
+  // yet); refreshes reuse it.
+  double consecutive_share_ = -1.0;
   bool tma_short_plan_boxes_ = true;
   bool tma_page_boxes_ = false;
   bool group_items_ = true;

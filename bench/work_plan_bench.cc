@@ -1,6 +1,6 @@
 // Host cost of planning one decode step's attention (what TreeAttention::Prepare
 // does on the host before a step's first attention launch, while the GPU
-// waits): WorkPlanner::Plan plus ConsecutivePageTileShare over the engine's
+// waits): WorkPlanner::Plan plus, after a build, ConsecutivePageTileShare over the engine's
 // shape (h32/8, D 64, 256 or 1,024 leaves under one 2,048-token prefix),
 // every leaf one token longer per step, as in greedy decoding.
 // BM_DecodeStepPlan/leaves: us per step over 128 steps (builds and refreshes
@@ -52,7 +52,8 @@ void BM_DecodeStepPlan(benchmark::State& state) {
   for (auto _ : state) {
     for (const AttentionPlan& plan : plans) {
       const WorkPlan& work = planner.Plan(plan, shape, device, attention::PathChoice::kAuto);
-      share += attention::ConsecutivePageTileShare(plan, work);
+      // As TreeAttention::Prepare: the page order is judged at builds only.
+      if (!planner.last_refreshed()) share = attention::ConsecutivePageTileShare(plan, work);
       ++steps;
       refreshed += planner.last_refreshed() ? 1 : 0;
       items += static_cast<int64_t>(work.items.size());
