@@ -214,6 +214,9 @@ absl::StatusOr<int> TreeAttention::Configured(Kernel* kernel, int threads, int s
 absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream,
                                     PlanCheck check) {
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
+  // From here the work plan, the variant and the device copies change: a
+  // Prepare that fails past this point leaves no plan to Run.
+  prepared_queries_ = -1;
   single_token_ = FindSingleTokens(*args.plan, row_token_);
   if (single_token_) {
     planner_.Clear();

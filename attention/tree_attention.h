@@ -24,7 +24,8 @@
 // (host). Supported: KV fp32 / bf16 / fp16 (tensor cores for 16-bit KV,
 // CUDA cores for fp32), q and out of any of the three dtypes, head_dim 64 and
 // 128, any GQA ratio. Errors: kInvalidArgument (ValidateAttentionArgs),
-// kFailedPrecondition (Run before Prepare, or with a different plan shape),
+// kFailedPrecondition (Run before Prepare, after a Prepare that failed past
+// its argument checks, or with a different plan shape),
 // CUDA errors mapped by cuda_status.h.
 // Thread-compatible: one runner per stream; distinct runners are independent.
 #ifndef BANYAN_ATTENTION_TREE_ATTENTION_H_
