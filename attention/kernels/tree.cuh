@@ -32,8 +32,7 @@ inline constexpr int kBatchedSmemBytes = kStages * 2 * kKvTile * kSmemStride<T, 
 // direct 32-bit load when q has the KV's dtype, else a converting load.
 template <typename T>
 __device__ __forceinline__ uint32_t LoadQPair(const TreeParams& p, int64_t base) {
-  constexpr int kCode = std::is_same_v<T, __nv_bfloat16> ? 1 : 2;
-  if (p.q_dtype == kCode) return *reinterpret_cast<const uint32_t*>(static_cast<const T*>(p.q) + base);
+  if (p.q_dtype == DTypeCode<T>()) return *reinterpret_cast<const uint32_t*>(static_cast<const T*>(p.q) + base);
   return PackPair<T>(LoadAny(p.q, p.q_dtype, base), LoadAny(p.q, p.q_dtype, base + 1));
 }
 
