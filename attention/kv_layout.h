@@ -52,6 +52,13 @@ struct KvLayout {
   }
 };
 
+// Whether two layouts are the same (every field; C++17 for nvcc, so no
+// defaulted operator==).
+constexpr bool SameKvLayout(const KvLayout& a, const KvLayout& b) {
+  return a.num_layers == b.num_layers && a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim &&
+         a.page_size == b.page_size && a.num_pages == b.num_pages && a.dtype_bytes == b.dtype_bytes;
+}
+
 }  // namespace banyan::attention
 
 #endif  // BANYAN_ATTENTION_KV_LAYOUT_H_

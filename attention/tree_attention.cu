@@ -1,8 +1,6 @@
 // Host side of the CUDA attention: bucketed device buffers, the upload of
 // plan and work list, and the one dispatch layer that turns (KV dtype,
 // head_dim) into template instantiations of the kernels in kernels/.
-#include "attention/tree_attention.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -19,6 +17,8 @@
 #include "attention/kernels/tree_tma.cuh"
 #include "attention/kernels/tree_wgmma.cuh"
 #include "attention/kv_tensor_map.h"
+#include "attention/next_decode_plan.h"
+#include "attention/tree_attention.h"
 #include "banyan/status_macros.h"
 #include "sdk/gpu/cuda_status.h"
 
@@ -213,7 +213,13 @@ absl::StatusOr<int> TreeAttention::Configured(Kernel* kernel, int threads, int s
 
 absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream,
                                     PlanCheck check) {
+  last_prepared_ahead_ = false;
   BANYAN_RETURN_IF_ERROR(ValidateAttentionArgs(args, check));
+  last_prepared_ahead_ = std::exchange(ahead_ready_, false) && AheadMatches(args, path, stream);
+  if (last_prepared_ahead_) {  // PrepareAhead planned and uploaded this very plan
+    RememberPreparedShape(args);
+    return absl::OkStatus();
+  }
   // From here the work plan, the variant and the device copies change: a
   // Prepare that fails past this point leaves no plan to Run.
   prepared_queries_ = -1;
@@ -321,6 +327,33 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   }
   RememberPreparedShape(args);
   return absl::OkStatus();
+}
+
+absl::Status TreeAttention::PrepareAhead(const AttentionArgs& args, PathChoice path, cudaStream_t stream) {
+  ahead_ready_ = false;
+  if (args.plan == nullptr || args.plan != prepared_plan_ || prepared_queries_ < 0 || single_token_ ||
+      !PredictNextDecodePlan(*args.plan, &ahead_plan_)) {
+    return absl::OkStatus();  // no guess (a one-token plan's next is one-token again, not grown)
+  }
+  AttentionArgs ahead = args;
+  ahead.plan = &ahead_plan_;
+  // The guess is valid wherever the last Prepare's plan was (next_decode_plan.h).
+  BANYAN_RETURN_IF_ERROR(Prepare(ahead, path, stream, PlanCheck::kPlanValidated));
+  prepared_queries_ = -1;  // nothing to Run until a Prepare takes the guess or plans
+  ahead_args_ = args;
+  ahead_args_.plan = nullptr;
+  ahead_path_ = path;
+  ahead_stream_ = stream;
+  ahead_ready_ = true;
+  return absl::OkStatus();
+}
+
+bool TreeAttention::AheadMatches(const AttentionArgs& args, PathChoice path, cudaStream_t stream) const {
+  // What Prepare reads of the arguments besides the plan.
+  const AttentionArgs& a = ahead_args_;
+  return path == ahead_path_ && stream == ahead_stream_ && SameKvLayout(args.layout, a.layout) &&
+         args.kv_dtype == a.kv_dtype && args.q_dtype == a.q_dtype && args.out_dtype == a.out_dtype &&
+         args.num_q_heads == a.num_q_heads && args.q == a.q && SamePlan(*args.plan, ahead_plan_);
 }
 
 void TreeAttention::RememberPreparedShape(const AttentionArgs& args) {
@@ -496,17 +529,13 @@ int32_t TreeAttention::merge_grid_size() const {
 }
 
 absl::Status TreeAttention::UpdateKvMaps(const AttentionArgs& args) {
-  const KvLayout& a = args.layout;
-  const KvLayout& b = kv_maps_layout_;
-  if (kv_maps_pool_ == args.kv_pool && kv_maps_dtype_ == args.kv_dtype && a.num_layers == b.num_layers &&
-      a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim && a.page_size == b.page_size &&
-      a.num_pages == b.num_pages) {
+  if (kv_maps_pool_ == args.kv_pool && kv_maps_dtype_ == args.kv_dtype && SameKvLayout(args.layout, kv_maps_layout_)) {
     return absl::OkStatus();
   }
   kv_maps_pool_ = nullptr;  // stays unset if the encoding fails
-  BANYAN_RETURN_IF_ERROR(EncodeKvTensorMaps(args.kv_pool, a, args.kv_dtype, &kv_maps_));
+  BANYAN_RETURN_IF_ERROR(EncodeKvTensorMaps(args.kv_pool, args.layout, args.kv_dtype, &kv_maps_));
   kv_maps_pool_ = args.kv_pool;
-  kv_maps_layout_ = a;
+  kv_maps_layout_ = args.layout;
   kv_maps_dtype_ = args.kv_dtype;
   return absl::OkStatus();
 }

@@ -91,12 +91,32 @@ class TreeAttention {
   // Runs the prepared plan: writes args.out and, when not null, args.lse.
   // REQUIRES: args describes the same plan shape as the last Prepare.
   [[nodiscard]] absl::Status Run(const AttentionArgs& args, cudaStream_t stream);
+  // Plans the next decode step ahead of time: the step after the last
+  // Prepare's plan in which every query row's leaf grows by one token
+  // (next_decode_plan.h; `args` are the last Prepare's, its plan included),
+  // and queues that plan's upload on `stream` behind the work already there
+  // (the current step's Runs, which it does not disturb). Call it after the
+  // step's last Run: the host plans while the GPU runs the step. The next
+  // Prepare whose plan is exactly the guess, with the same other arguments,
+  // path and stream, and no Prepare setting changed since, keeps that work
+  // and returns after comparing the plans (O(plan size)); any other Prepare
+  // plans as usual. Until that Prepare, Run fails with kFailedPrecondition.
+  // Does nothing where the guess cannot be made (a leaf needs a new page, not
+  // a decode plan) or for a one-token plan. Not while `stream` is being
+  // captured into a graph (it may wait for the previous upload, as Prepare
+  // does). Errors: those of Prepare.
+  [[nodiscard]] absl::Status PrepareAhead(const AttentionArgs& args, PathChoice path, cudaStream_t stream);
+  // Whether the last Prepare kept the work of a PrepareAhead.
+  bool last_prepared_ahead() const { return last_prepared_ahead_; }
   // Prepare + Run.
   [[nodiscard]] absl::Status Attend(const AttentionArgs& args, PathChoice path, cudaStream_t stream);
 
   // Takes effect at the next Prepare. Default kAuto. Prepare fails with
   // kFailedPrecondition for kWgmma and kTma where wgmma_available() is false.
-  void set_variant(KernelVariant variant) { next_variant_ = variant; }
+  void set_variant(KernelVariant variant) {
+    next_variant_ = variant;
+    ahead_ready_ = false;  // planned with the old setting
+  }
   // The variant the last Prepare resolved (never kAuto).
   KernelVariant variant() const { return variant_; }
   // Whether the loaded kernel image has the sm_90a wgmma kernels (probed once
@@ -116,11 +136,17 @@ class TreeAttention {
   void set_wgmma_narrow_rows(int32_t rows) { wgmma_narrow_rows_ = rows; }
   // Fewest KV tokens of a split-K chunk (DeviceModel::min_chunk). Takes
   // effect at the next Prepare. Default kMinChunk.
-  void set_min_chunk(int32_t tokens) { min_chunk_ = tokens; }
+  void set_min_chunk(int32_t tokens) {
+    min_chunk_ = tokens;
+    ahead_ready_ = false;  // planned with the old setting
+  }
   // true (default): a Prepare whose plan has the previous Prepare's topology
   // (a decode step after the last) refreshes the previous work plan instead of
   // building one (WorkPlanner, work_plan.h); false: every Prepare builds.
-  void set_refresh_plans(bool refresh) { planner_.set_refresh(refresh); }
+  void set_refresh_plans(bool refresh) {
+    planner_.set_refresh(refresh);
+    ahead_ready_ = false;  // planned with the old setting
+  }
   // true: the persistent kernel merges each query row itself (the CTA that
   // finishes the row's last item), one launch instead of two, where every row
   // has an item. Measured slower on the H100 for large tiles (a 128-row item
@@ -147,13 +173,19 @@ class TreeAttention {
   // (spread like the merge kernel). Overrides the fused and overlapped merge.
   // Default false. Takes effect at the next Run; a kTma launch ignores it (a
   // Prepare after setting it resolves kTma to kWgmma).
-  void set_grid_merge(bool grid_merge) { grid_merge_ = grid_merge; }
+  void set_grid_merge(bool grid_merge) {
+    grid_merge_ = grid_merge;
+    ahead_ready_ = false;  // planned with the old setting
+  }
   // kNarrow only. true (default): batched items of at most kGroupRows rows
   // and one KV tile are planned in groups (WorkItem::group) that the kernel
   // runs at once, one warp per item, in plans with at least kGroupMinPerCta
   // such items per CTA (H100: 12-25% faster there, slower with fewer;
   // attention/PERF_NOTES.md session 3). Takes effect at the next Prepare.
-  void set_group_items(bool group) { group_items_ = group; }
+  void set_group_items(bool group) {
+    group_items_ = group;
+    ahead_ready_ = false;  // planned with the old setting
+  }
   // kNarrow only. true (default): each CTA's first item reads its page ids
   // and q rows from the CTA's head (work_plan.h) instead of the plan arrays.
   // Takes effect at the next Run.
@@ -162,7 +194,10 @@ class TreeAttention {
   // by memory) run partly before and partly after its first heavy item
   // (WorkShape::spread_light) instead of all at its end. Takes effect at the
   // next Prepare.
-  void set_spread_light(bool spread) { spread_light_ = spread; }
+  void set_spread_light(bool spread) {
+    spread_light_ = spread;
+    ahead_ready_ = false;  // planned with the old setting
+  }
   // kTma at head_dim 64 only: how many of the grid's CTAs run the light items
   // (a few rows of one entry, e.g. leaves' own suffixes: WorkShape::light_ctas,
   // work_plan.h) on SMs of their own, one item per warp (kernels/light.cuh),
@@ -171,7 +206,10 @@ class TreeAttention {
   // step splits, 13% faster, bench/RESULTS.md session 8); 0: none; n: n (at
   // most all but one CTA, and none for a plan without heavy items). Takes
   // effect at the next Prepare.
-  void set_light_ctas(int32_t n) { light_ctas_ = n; }
+  void set_light_ctas(int32_t n) {
+    light_ctas_ = n;
+    ahead_ready_ = false;  // planned with the old setting
+  }
   // Benchmarks only: device buffers that the next Runs fill with timestamps
   // (kernels/params.cuh kTraceItemWords per item CTA, grid_size() CTAs;
   // kTraceMergeWords per merge CTA, merge_grid_size() CTAs); nullptr: none.
@@ -210,7 +248,10 @@ class TreeAttention {
   // the next Prepare.
   enum class TmaRings { kAuto, kShared, kSplit };
   static constexpr double kTmaSharedMinShare = 0.5;
-  void set_tma_rings(TmaRings rings) { tma_rings_ = rings; }
+  void set_tma_rings(TmaRings rings) {
+    tma_rings_ = rings;
+    ahead_ready_ = false;  // planned with the old setting
+  }
   bool tma_split_kv() const { return tma_split_kv_; }
   // kTma at head dim 128 with kAuto rings: a short plan (at most
   // kTmaShortPlanTilesPerCta KV tiles per CTA, BatchedTilesPerCta) is fed by
@@ -221,7 +262,10 @@ class TreeAttention {
   // tiles per CTA 3% slower so fed. Measured at head dim 128 only. Takes
   // effect at the next Prepare.
   static constexpr double kTmaShortPlanTilesPerCta = 8.0;
-  void set_tma_short_plan_boxes(bool on) { tma_short_plan_boxes_ = on; }
+  void set_tma_short_plan_boxes(bool on) {
+    tma_short_plan_boxes_ = on;
+    ahead_ready_ = false;  // planned with the old setting
+  }
   bool tma_page_boxes() const { return tma_page_boxes_; }
 
   const WorkPlan& work_plan() const { return planner_.plan(); }
@@ -297,6 +341,16 @@ class TreeAttention {
   int32_t prepared_q_heads_ = 0;
   int32_t prepared_head_dim_ = 0;
   DType prepared_kv_dtype_ = DType::kBf16;
+  // PrepareAhead's guess, and what it was prepared with (ahead_ready_: the
+  // blob, the work plan and the variant are the guess's).
+  bool ahead_ready_ = false;
+  bool last_prepared_ahead_ = false;
+  AttentionPlan ahead_plan_;
+  AttentionArgs ahead_args_;
+  PathChoice ahead_path_ = PathChoice::kAuto;
+  cudaStream_t ahead_stream_ = nullptr;
+  // Whether the next Prepare can keep PrepareAhead's work for these arguments.
+  bool AheadMatches(const AttentionArgs& args, PathChoice path, cudaStream_t stream) const;
   // Device copies: one int32 blob with arrays at bucketed offsets, the partials.
   gpu::DeviceBuffer blob_;
   gpu::PinnedBuffer staging_;

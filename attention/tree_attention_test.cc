@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/next_decode_plan.h"
 #include "attention/reference/reference_attention.h"
 #include "attention/testing/random_plan.h"
 #include "gmock/gmock.h"
@@ -178,6 +179,16 @@ INSTANTIATE_TEST_SUITE_P(
         GpuCase{1, 70, 1, 2, 8, 128, kH, kH, kF, false, PathChoice::kAuto, 8},
         GpuCase{1, 33, 1, 1, 4, 64, kF, kF, kF, false, PathChoice::kAuto, 16}));
 
+// The decode loops' trees: the engine's shape (one 1,200-token prefix, 96
+// leaves; h32/8, D 64) and a 3-level one (h8/2, D 128).
+struct DecodeShape {
+  std::vector<int32_t> fanout, length;
+  int32_t kv_heads, q_heads, head_dim;
+};
+std::vector<DecodeShape> DecodeShapes() {
+  return {DecodeShape{{1, 96}, {1200, 1}, 8, 32, 64}, DecodeShape{{1, 4, 16}, {700, 300, 1}, 2, 8, 128}};
+}
+
 // A decode loop on one runner: the same tree with every leaf a token longer
 // at each step (new KV, queries, page ids and first slots), the engine's
 // shape (h32/8, D 64, bf16) and a 3-level one. The runner refreshes its work
@@ -185,11 +196,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(TreeAttentionGpuDecodeTest, RefreshedPlansMatchTheReferenceEveryStep) {
   BANYAN_SKIP_WITHOUT_GPU();
   BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
-  struct Shape {
-    std::vector<int32_t> fanout, length;
-    int32_t kv_heads, q_heads, head_dim;
-  };
-  for (const Shape& shape : {Shape{{1, 96}, {1200, 1}, 8, 32, 64}, Shape{{1, 4, 16}, {700, 300, 1}, 2, 8, 128}}) {
+  for (const DecodeShape& shape : DecodeShapes()) {
     BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
     Rng rng(shape.fanout.back() * 11 + shape.head_dim);
     std::vector<testing::TreeNode> nodes = testing::UniformTree(shape.fanout, shape.length);
@@ -235,6 +242,57 @@ TEST(TreeAttentionGpuDecodeTest, RefreshedPlansMatchTheReferenceEveryStep) {
       }
     }
     EXPECT_GE(refreshed, 6);
+  }
+}
+
+// PrepareAhead after each step's Run: the next Prepare keeps the guess where
+// the next plan is it (every leaf one token longer), plans afresh where it is
+// not (step 5: one leaf did not grow), and every step matches the reference.
+TEST(TreeAttentionGpuDecodeTest, PlansAheadAndKeepsTheGuessWhereItHolds) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  for (const DecodeShape& shape : DecodeShapes()) {
+    BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
+    Rng rng(shape.fanout.back() * 13 + shape.head_dim);
+    testing::PlanOptions plan_options;
+    plan_options.random_first_slot = false;  // the leaves start pages: 15 steps before one needs a new page
+    const testing::TreePlan tree =
+        testing::BuildTreePlan(testing::UniformTree(shape.fanout, shape.length), plan_options, rng);
+    const testing::ProblemOptions options{shape.kv_heads, shape.q_heads, shape.head_dim, 2, 1,
+                                          DType::kBf16,   DType::kBf16};
+    const testing::AttentionProblem p = testing::MakeProblem(tree, options, rng);  // every pool slot random
+    const int64_t n = int64_t{tree.plan.num_queries} * shape.q_heads * shape.head_dim;
+    BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * 4, 1));
+    AttentionPlan plan = tree.plan, guess;
+    int kept = 0;
+    for (int step = 0; step < 10; ++step) {
+      AttentionArgs args = p.Args(plan, d.out.data(), DType::kF32, nullptr);
+      args.kv_pool = d.kv.data();
+      args.q = d.q.data();
+      std::vector<float> want(n);
+      BANYAN_ASSERT_OK(ReferenceAttention(p.Args(plan, want.data(), DType::kF32, nullptr)));
+      BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN
+      BANYAN_ASSERT_OK(runner->Prepare(args, PathChoice::kAuto, stream.get()));
+      EXPECT_EQ(runner->last_prepared_ahead(), step != 0 && step != 5) << "step " << step;
+      kept += runner->last_prepared_ahead() ? 1 : 0;
+      BANYAN_ASSERT_OK(runner->Run(args, stream.get()));
+      BANYAN_ASSERT_OK(runner->PrepareAhead(args, PathChoice::kAuto, stream.get()));
+      EXPECT_THAT(runner->Run(args, stream.get()), StatusIs(absl::StatusCode::kFailedPrecondition));
+      BANYAN_ASSERT_OK(stream.Synchronize());
+      std::vector<float> got(n);
+      BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
+      const double err = RelativeError(ToDoubles(got.data(), kF, n), ToDoubles(want.data(), kF, n));
+      EXPECT_LT(err, 1e-2) << "head dim " << shape.head_dim << " step " << step;
+      ASSERT_TRUE(PredictNextDecodePlan(plan, &guess)) << "step " << step;
+      plan = guess;
+      if (step == 4) {  // the last leaf does not grow: not the guess
+        const int32_t s = plan.num_segments() - 1;
+        --plan.segment_length[s];
+        --plan.entry_kv_limit[plan.segment_entry_indptr[s]];
+        ASSERT_EQ(plan.Validate(), "");
+      }
+    }
+    EXPECT_EQ(kept, 8);
   }
 }
 

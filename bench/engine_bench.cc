@@ -15,18 +15,14 @@
 //
 // Counters: decode_tok_s = generated tokens / seconds inside decode forward
 // passes (EngineStats::decode_seconds; a pass includes the copy of its
-// results to the host: 12 bytes per row for greedy steps, else the logits); wall_tok_s = generated tokens / wall time of the
-// GenerateMany call (adds sampling, plan building and host work); step_ms =
-// mean decode forward pass; host_ms = wall per step - step_ms (the engine's
-// host work between forward passes); kv_share = KV tokens attended / KV
-// tokens read. Where the step goes, measured beside the engine on the same
-// shapes: copy_ms = one pinned device-to-host copy of the step's logits
-// (branches x 32000 fp32); greedy_ms = SampleGreedy over those rows on the
-// engine's sampling threads (min(cores, 16)); greedy_ref_ms = the same with the
-// plain double reference sampler (the Sampler before this session: two double
-// exp passes per greedy row; the engine's former shared-row loop made one);
-// host_sample_ms / gpu_sample_ms (sampled rows) = one step's draws at T 0.8,
-// top-p 0.95 by the host Sampler (after the logits copy, not included) / by
+// results to the host: 12 bytes per row for greedy steps, else the logits); wall_tok_s = generated tokens / wall time
+// of the GenerateMany call (adds sampling, plan building and host work); step_ms = mean decode forward pass; host_ms =
+// wall per step - step_ms (the engine's host work between forward passes); kv_share = KV tokens attended / KV tokens
+// read. Where the step goes, measured beside the engine on the same shapes: copy_ms = one pinned device-to-host copy of
+// the step's logits (branches x 32000 fp32); greedy_ms = SampleGreedy over those rows on the engine's sampling threads
+// (min(cores, 16)); greedy_ref_ms = the same with the plain double reference sampler (the Sampler before this session:
+// two double exp passes per greedy row; the engine's former shared-row loop made one); host_sample_ms / gpu_sample_ms
+// (sampled rows) = one step's draws at T 0.8, top-p 0.95 by the host Sampler (after the logits copy, not included) / by
 // LaunchSampleRows with its 32 + 12 bytes per draw copied up and back;
 // gpu_greedy_ms = LaunchGreedyRows on the device logits plus the copy of 12
 // bytes per row back (what the engine's greedy steps now pay, through
@@ -38,6 +34,10 @@
 // reports medians (one GenerateMany of 128 steps is noisy: the same binary
 // measured 83% and 96% of the ceiling two minutes apart), each repetition
 // with a fresh prompt unless BANYAN_BENCH_SAME_PROMPT=1.
+// BANYAN_BENCH_PLAN_AHEAD=0 turns off CudaBackendOptions::plan_ahead (each
+// decode pass then plans its own attention while the GPU waits); =ab runs
+// two engines, on and off, repetitions alternating (counters step_ms_ahead,
+// step_ms_no_ahead, ahead_saves_ms: the median of paired differences).
 // The HF transformers baseline on the same model runs from
 // bench/hf_generate_baseline.py in the same device session.
 #include <algorithm>
@@ -45,6 +45,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -57,12 +58,12 @@
 #include "model/cuda/cuda_backend.h"
 #include "model/ops/thread_pool.h"
 #include "model/sampling/greedy_cuda.h"
-#include "model/sampling/sample_cuda.h"
 #include "model/sampling/reference_sampler.h"
+#include "model/sampling/sample_cuda.h"
 #include "model/sampling/sampler.h"
+#include "sdk/base/rng.h"
 #include "sdk/engine/engine_testing.h"
 #include "sdk/engine/testing/counting_backend.h"
-#include "sdk/base/rng.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
 #include "sdk/gpu/device_info.h"
@@ -245,30 +246,48 @@ void BM_Decode(benchmark::State& state) {
   const bool host_sampling = state.range(3) == 2;
   constexpr int32_t kNewTokens = 128;
 
-  absl::StatusOr<std::unique_ptr<model::Backend>> backend = model::CreateCudaBackend(Weights());
-  if (!backend.ok()) {
-    state.SkipWithError(std::string(backend.status().message()).c_str());
-    return;
+  // BANYAN_BENCH_PLAN_AHEAD=0 / 1: the backend option; =ab: two engines in
+  // this process, planning ahead on and off, repetitions alternating between
+  // them (a side-by-side closer than two processes: separate runs of one
+  // binary differ by 2-3% in step time).
+  const char* ahead_env = std::getenv("BANYAN_BENCH_PLAN_AHEAD");
+  const bool ab = ahead_env != nullptr && std::string(ahead_env) == "ab";
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (int e = 0; e < (ab ? 2 : 1); ++e) {
+    model::CudaBackendOptions backend_options;
+    if (ab) {
+      backend_options.plan_ahead = e == 0;
+    } else if (ahead_env != nullptr) {
+      backend_options.plan_ahead = std::atoi(ahead_env) != 0;
+    }
+    absl::StatusOr<std::unique_ptr<model::Backend>> backend = model::CreateCudaBackend(Weights(), backend_options);
+    if (!backend.ok()) {
+      state.SkipWithError(std::string(backend.status().message()).c_str());
+      return;
+    }
+    engine::EngineParts parts;
+    parts.backend = std::move(*backend);
+    parts.tokenizer = std::make_unique<engine::testing::ByteTokenizer>();
+    parts.kv_dtype = DType::kBf16;
+    parts.device_name = "cuda:0";
+    EngineOptions options;
+    options.kv_budget_bytes = (ab ? uint64_t{16} : uint64_t{24}) << 30;
+    options.max_batch = branches;
+    options.prefill_chunk = 4096;
+    options.attention_mode = mode;
+    options.device_sampling = !host_sampling;
+    // BANYAN_BENCH_PAGE_SIZE=n: KV pages of n tokens instead of the default.
+    if (const char* page = std::getenv("BANYAN_BENCH_PAGE_SIZE"); page != nullptr) options.page_size = std::atoi(page);
+    absl::StatusOr<std::unique_ptr<Engine>> created = engine::CreateEngineFromParts(std::move(parts), options);
+    if (!created.ok()) {
+      state.SkipWithError(std::string(created.status().message()).c_str());
+      return;
+    }
+    engines.push_back(std::move(*created));
   }
-  engine::EngineParts parts;
-  parts.backend = std::move(*backend);
-  parts.tokenizer = std::make_unique<engine::testing::ByteTokenizer>();
-  parts.kv_dtype = DType::kBf16;
-  parts.device_name = "cuda:0";
-  EngineOptions options;
-  options.kv_budget_bytes = uint64_t{24} << 30;
-  options.max_batch = branches;
-  options.prefill_chunk = 4096;
-  options.attention_mode = mode;
-  options.device_sampling = !host_sampling;
-  // BANYAN_BENCH_PAGE_SIZE=n: KV pages of n tokens instead of the default.
-  if (const char* page = std::getenv("BANYAN_BENCH_PAGE_SIZE"); page != nullptr) options.page_size = std::atoi(page);
-  absl::StatusOr<std::unique_ptr<Engine>> created = engine::CreateEngineFromParts(std::move(parts), options);
-  if (!created.ok()) {
-    state.SkipWithError(std::string(created.status().message()).c_str());
-    return;
-  }
-  Engine& engine = **created;
+  // With ab: per repetition, which engine ran it (0: ahead on) and its step time.
+  std::vector<double> ab_step_ms[2];
+  int64_t repetition = 0;
   // A fresh random prompt per repetition, unless BANYAN_BENCH_SAME_PROMPT=1
   // (then every repetition after the first decodes along the cached
   // continuations of the one before: RESULTS.md, session 4).
@@ -296,6 +315,7 @@ void BM_Decode(benchmark::State& state) {
   for (auto _ : state) {
     if (!first && !same_prompt) new_prompt();
     first = false;
+    Engine& engine = *engines[static_cast<size_t>(repetition++ % static_cast<int64_t>(engines.size()))];
     const absl::Time p0 = absl::Now();
     absl::StatusOr<BranchId> root = engine.NewBranch(Prompt::Tokens(prompt));
     if (!root.ok()) {
@@ -335,6 +355,7 @@ void BM_Decode(benchmark::State& state) {
     wall_tok_s.push_back(generated / wall);
     const double steps = static_cast<double>(after.decode_steps - before.decode_steps);
     step_ms.push_back(1e3 * decode_s / steps);
+    if (ab) ab_step_ms[(repetition - 1) % 2].push_back(step_ms.back());
     host_ms.push_back(1e3 * wall / steps - step_ms.back());
     share = static_cast<double>(after.kv_tokens_attended - before.kv_tokens_attended) /
             static_cast<double>(after.kv_tokens_read - before.kv_tokens_read);
@@ -349,7 +370,15 @@ void BM_Decode(benchmark::State& state) {
   state.counters["host_ms"] = bench::Median(host_ms);
   state.counters["prefill_s"] = bench::Median(prefill_s);
   state.counters["kv_share"] = share;
-  state.counters["rows"] = static_cast<double>(engine.Stats().max_rows_in_step);
+  state.counters["rows"] = static_cast<double>(engines[0]->Stats().max_rows_in_step);
+  if (ab && !ab_step_ms[1].empty()) {
+    state.counters["step_ms_ahead"] = bench::Median(ab_step_ms[0]);
+    state.counters["step_ms_no_ahead"] = bench::Median(ab_step_ms[1]);
+    // Paired: each repetition without planning ahead minus the one before it (with).
+    std::vector<double> saved;
+    for (size_t i = 0; i < ab_step_ms[1].size(); ++i) saved.push_back(ab_step_ms[1][i] - ab_step_ms[0][i]);
+    state.counters["ahead_saves_ms"] = bench::Median(saved);
+  }
   if (mode == EngineOptions::AttentionMode::kTree && !sampled) {
     absl::StatusOr<StepParts> parts = MeasureStepParts(branches, model::Llama1bShapedConfig().vocab_size);
     if (!parts.ok()) {

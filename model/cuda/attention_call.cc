@@ -37,6 +37,11 @@ absl::Status AttentionRunner::Run(int32_t layer, cudaStream_t stream) {
   return device_->Run(args_, stream);
 }
 
+absl::Status AttentionRunner::PrepareAhead(cudaStream_t stream) {
+  if (path_ == AttentionPath::kHost || device_ == nullptr || args_.plan == nullptr) return absl::OkStatus();
+  return device_->PrepareAhead(args_, attention::PathChoice::kAuto, stream);
+}
+
 absl::Status AttentionRunner::RunOnHost(cudaStream_t stream) {
   const int32_t layer = args_.layer;
   const void* q = args_.q;

@@ -49,6 +49,12 @@ class AttentionRunner {
   // device; the pointers given to Prepare) over layer `layer` of the pool,
   // as the plan says.
   [[nodiscard]] absl::Status Run(int32_t layer, cudaStream_t stream);
+  // After the pass's last Run: plans the next decode pass's attention on the
+  // guess that every row's branch grows by one token, while the GPU runs
+  // this pass (attention::TreeAttention::PrepareAhead); the next Prepare
+  // keeps that work when its plan is the guess. REQUIRES: this pass's plan is
+  // still valid. No-op on the host path.
+  [[nodiscard]] absl::Status PrepareAhead(cudaStream_t stream);
 
  private:
   absl::Status RunOnHost(cudaStream_t stream);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "attention/attention_args.h"
 #include "banyan/status_macros.h"
@@ -49,14 +50,16 @@ absl::Status Reserve(gpu::DeviceBuffer& buf, size_t bytes) {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(ModelConfig config, const CudaBackendOptions& options, gpu::Stream stream,
-              gpu::BlasHandle blas, cuda::DeviceWeights weights)
+  CudaBackend(ModelConfig config, const CudaBackendOptions& options, gpu::Stream stream, gpu::BlasHandle blas,
+              cuda::DeviceWeights weights, gpu::Event results_ready)
       : config_(std::move(config)),
         device_(options.device),
         stream_(std::move(stream)),
         blas_(std::move(blas)),
         w_(std::move(weights)),
         attention_(options.attention),
+        plan_ahead_(options.plan_ahead),
+        results_ready_(std::move(results_ready)),
         split_(options.activations == Activations::kSplitBf16 ? 2 : 1) {}
   // Split weights: the lo parts were uploaded (CreateCudaBackend).
   bool split_weights() const { return w_.embed_lo.data() != nullptr; }
@@ -80,7 +83,11 @@ class CudaBackend final : public Backend {
 
  private:
   // Forward after validation; logits == nullptr leaves them on the device.
-  absl::Status ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits);
+  // `queue_results` queues what the caller reads back after the pass (the
+  // greedy or sampling kernels and their copies): all of it is queued before
+  // the host waits, so the GPU runs it without a host round trip between.
+  absl::Status ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits,
+                                absl::FunctionRef<absl::Status()> queue_results);
   // Grows a device buffer of per-row / per-draw results and its pinned host
   // copy to at least `bytes` (a power of two); called before the pass, so that
   // nothing can fail between the pass and its results.
@@ -117,6 +124,10 @@ class CudaBackend final : public Backend {
   gpu::BlasHandle blas_;
   cuda::DeviceWeights w_;
   cuda::AttentionRunner attention_;
+  const bool plan_ahead_;  // CudaBackendOptions::plan_ahead
+  // Recorded after a pass's results are queued: the host waits for it, not
+  // for the next pass's attention upload that PrepareAhead queues behind it.
+  gpu::Event results_ready_;
   // 2 with split activations (Activations::kSplitBf16): the GEMM inputs that
   // are split hold rows [hi; lo], their outputs [hi product; lo product].
   const int64_t split_;
@@ -173,7 +184,7 @@ absl::Status CudaBackend::EnsureScratch(int64_t rows, int64_t logit_rows) {
 
 absl::Status CudaBackend::Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) {
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, logits.size()));
-  return ForwardValidated(batch, kv, logits.data());
+  return ForwardValidated(batch, kv, logits.data(), [] { return absl::OkStatus(); });
 }
 
 absl::Status CudaBackend::ReserveResults(gpu::DeviceBuffer& device, gpu::PinnedBuffer& host, size_t bytes) {
@@ -195,17 +206,21 @@ absl::Status CudaBackend::ForwardGreedy(const ForwardBatch& batch, const KvCache
   }
   // Validated as a Forward whose logits would fit (they stay on the device).
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
-  if (m == 0) return ForwardValidated(batch, kv, nullptr);
+  const auto nothing = [] { return absl::OkStatus(); };
+  if (m == 0) return ForwardValidated(batch, kv, nullptr, nothing);
   BANYAN_RETURN_IF_ERROR(ReserveResults(greedy_, greedy_host_, 12 * m));
-  BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr));
-  const sampling::GreedyRowsArgs args{.logits = logits_.As<float>(), .rows = static_cast<int32_t>(m),
-                                      .vocab = static_cast<int32_t>(config_.vocab_size),
-                                      .tokens = greedy_.As<int32_t>(), .logprobs = greedy_.As<float>() + m,
-                                      .bad = greedy_.As<int32_t>() + 2 * m};
-  BANYAN_RETURN_IF_ERROR(sampling::LaunchGreedyRows(args, stream_.get()));
-  BANYAN_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(greedy_host_.data(), greedy_.data(), 12 * m, cudaMemcpyDeviceToHost, stream_.get()));
-  BANYAN_RETURN_IF_ERROR(stream_.Synchronize());
+  BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr, [&]() -> absl::Status {
+    const sampling::GreedyRowsArgs args{.logits = logits_.As<float>(),
+                                        .rows = static_cast<int32_t>(m),
+                                        .vocab = static_cast<int32_t>(config_.vocab_size),
+                                        .tokens = greedy_.As<int32_t>(),
+                                        .logprobs = greedy_.As<float>() + m,
+                                        .bad = greedy_.As<int32_t>() + 2 * m};
+    BANYAN_RETURN_IF_ERROR(sampling::LaunchGreedyRows(args, stream_.get()));
+    BANYAN_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(greedy_host_.data(), greedy_.data(), 12 * m, cudaMemcpyDeviceToHost, stream_.get()));
+    return absl::OkStatus();
+  }));
   const int32_t* token = greedy_host_.As<int32_t>();
   const float* logprob = greedy_host_.As<float>() + m;
   const int32_t* bad = token + 2 * m;
@@ -231,28 +246,32 @@ absl::Status CudaBackend::ForwardSample(const ForwardBatch& batch, const KvCache
     }
   }
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
-  if (n == 0) return ForwardValidated(batch, kv, nullptr);
+  if (n == 0) return ForwardValidated(batch, kv, nullptr, [] { return absl::OkStatus(); });
   const size_t up = n * sizeof(sampling::DeviceDraw), down = n * sizeof(sampling::DrawResult);
   BANYAN_RETURN_IF_ERROR(ReserveResults(draws_, draws_host_, up + down));
   std::memcpy(draws_host_.data(), draws.data(), up);
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(draws_.data(), draws_host_.data(), up, cudaMemcpyHostToDevice,
-                                              stream_.get()));
-  BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr));
-  auto* device_results = reinterpret_cast<sampling::DrawResult*>(draws_.As<char>() + up);
-  const sampling::SampleRowsArgs args{.logits = logits_.As<float>(), .rows = static_cast<int32_t>(m),
-                                      .vocab = static_cast<int32_t>(config_.vocab_size),
-                                      .draws = draws_.As<sampling::DeviceDraw>(),
-                                      .num_draws = static_cast<int32_t>(n), .results = device_results};
-  BANYAN_RETURN_IF_ERROR(sampling::LaunchSampleRows(args, stream_.get()));
-  char* host_results = draws_host_.As<char>() + up;
   BANYAN_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(host_results, device_results, down, cudaMemcpyDeviceToHost, stream_.get()));
-  BANYAN_RETURN_IF_ERROR(stream_.Synchronize());
+      cudaMemcpyAsync(draws_.data(), draws_host_.data(), up, cudaMemcpyHostToDevice, stream_.get()));
+  char* host_results = draws_host_.As<char>() + up;
+  BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr, [&]() -> absl::Status {
+    auto* device_results = reinterpret_cast<sampling::DrawResult*>(draws_.As<char>() + up);
+    const sampling::SampleRowsArgs args{.logits = logits_.As<float>(),
+                                        .rows = static_cast<int32_t>(m),
+                                        .vocab = static_cast<int32_t>(config_.vocab_size),
+                                        .draws = draws_.As<sampling::DeviceDraw>(),
+                                        .num_draws = static_cast<int32_t>(n),
+                                        .results = device_results};
+    BANYAN_RETURN_IF_ERROR(sampling::LaunchSampleRows(args, stream_.get()));
+    BANYAN_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(host_results, device_results, down, cudaMemcpyDeviceToHost, stream_.get()));
+    return absl::OkStatus();
+  }));
   std::memcpy(results.data(), host_results, down);
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits) {
+absl::Status CudaBackend::ForwardValidated(const ForwardBatch& batch, const KvCache& kv, float* logits,
+                                           absl::FunctionRef<absl::Status()> queue_results) {
   if (kv.dtype != DType::kBf16) {
     return absl::InvalidArgumentError(absl::StrCat("CUDA backend: the KV pool must be bf16, got ",
                                                    std::string(DTypeName(kv.dtype))));
@@ -264,8 +283,13 @@ absl::Status CudaBackend::ForwardValidated(const ForwardBatch& batch, const KvCa
   BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   BANYAN_RETURN_IF_ERROR(EnsureScratch(n, m));
   absl::Status status = Run(batch, kv, n, m, logits);
-  // Never leave work in flight that reads the caller's spans or pool.
-  const absl::Status sync = stream_.Synchronize();
+  if (status.ok()) status = queue_results();
+  if (status.ok()) status = results_ready_.Record(stream_.get());
+  // The next decode pass's attention planned while the GPU runs this one.
+  if (status.ok() && plan_ahead_) status = attention_.PrepareAhead(stream_.get());
+  // Never leave work in flight that reads the caller's spans or pool (the
+  // upload PrepareAhead queued after the results reads neither: it may run on).
+  const absl::Status sync = status.ok() ? results_ready_.Synchronize() : stream_.Synchronize();
   BANYAN_RETURN_IF_ERROR(status);
   BANYAN_RETURN_IF_ERROR(sync);
   const int32_t* flag = staging_.As<int32_t>() + 5 * rows_capacity_;
@@ -396,8 +420,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights& w
   BANYAN_ASSIGN_OR_RETURN(gpu::Stream stream, gpu::Stream::Create());
   BANYAN_ASSIGN_OR_RETURN(gpu::BlasHandle blas, gpu::BlasHandle::Create());
   BANYAN_ASSIGN_OR_RETURN(cuda::DeviceWeights w, cuda::DeviceWeights::Upload(weights, stream.get(), options.weights == Weights::kSplitBf16));
-  return std::unique_ptr<Backend>(
-      std::make_unique<CudaBackend>(weights.config, options, std::move(stream), std::move(blas), std::move(w)));
+  BANYAN_ASSIGN_OR_RETURN(gpu::Event results_ready, gpu::Event::Create());
+  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(
+      weights.config, options, std::move(stream), std::move(blas), std::move(w), std::move(results_ready)));
 }
 
 }  // namespace banyan::model

@@ -87,6 +87,12 @@ struct CudaBackendOptions {
   // Where attention runs (attention_call.h): attention/'s CUDA kernels, or
   // its CPU path on host copies (slow; for cross-checks).
   cuda::AttentionPath attention = cuda::AttentionPath::kDevice;
+  // true (default): after queuing a pass, while the GPU runs it, the host
+  // plans the attention of the next decode pass on the guess that every
+  // branch grows by one token (attention::TreeAttention::PrepareAhead); the
+  // next pass keeps that work when the guess holds (most decode steps) and
+  // plans as usual otherwise. false: every pass plans its own attention.
+  bool plan_ahead = true;
 };
 
 // Checks the weights against their config (as the CPU backend does), converts

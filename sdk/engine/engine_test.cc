@@ -122,6 +122,31 @@ TEST(EngineTest, ForkSharesKvAndDecodesTogether) {
   EXPECT_GT(s.kv_tokens_attended, s.kv_tokens_read);  // the prompt is read once per step
 }
 
+// The CUDA backend plans each decode pass's attention during the pass
+// before, on the guess that every branch grows by one token
+// (attention/next_decode_plan.h): the engine's decode steps make that guess
+// come true except where a branch's next token needs a new KV page.
+TEST(EngineTest, DecodePlansAreTheGuessOfTheStepBefore) {
+  auto stats = std::make_shared<CountingBackendStats>();
+  CountingBackendOptions model;
+  model.stats = stats;
+  auto engine = MakeEngine(model);
+  BANYAN_ASSERT_OK_AND_ASSIGN(BranchId root, engine->NewBranch(Prompt::Text("hello world")));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<BranchId> kids, engine->Fork(root, 12));
+  for (int i = 0; i < 12; ++i) BANYAN_ASSERT_OK(engine->Append(kids[i], Prompt::Tokens({'A' + 3 * i})));
+  const int64_t calls_before = stats->forward_calls.load(), guessed_before = stats->plans_guessed.load();
+  GenerateOptions g = Greedy(40);
+  g.ignore_eos = true;
+  for (auto& r : engine->GenerateMany(kids, g)) BANYAN_ASSERT_OK(r.status());
+  const int64_t calls = stats->forward_calls.load() - calls_before;
+  const int64_t guessed = stats->plans_guessed.load() - guessed_before;
+  // Pages of 4 tokens: every branch needs a new page at one step in 4; the
+  // first pass (the forked tokens) follows no decode step.
+  EXPECT_GE(calls, 40);
+  EXPECT_GE(guessed, calls * 3 / 4 - 2) << calls << " passes";
+  EXPECT_LE(guessed, calls - 1) << calls << " passes";
+}
+
 TEST(EngineTest, SampledBranchesChooseBetweenTheTwoDocumentedTokens) {
   CountingBackendOptions model;
   auto engine = MakeEngine(model);

@@ -127,6 +127,11 @@ absl::Status Event::Record(cudaStream_t stream) const {
   return absl::OkStatus();
 }
 
+absl::Status Event::Synchronize() const {
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(event_));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<float> Event::ElapsedMsSince(const Event& start) const {
   float ms = 0;
   BANYAN_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.event_, event_));

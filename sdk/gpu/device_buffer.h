@@ -91,7 +91,8 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
-// A CUDA event with timing enabled, for benchmarks.
+// A CUDA event with timing enabled (benchmarks), or a point in a stream to
+// wait for.
 class Event {
  public:
   static absl::StatusOr<Event> Create();
@@ -103,6 +104,9 @@ class Event {
 
   cudaEvent_t get() const { return event_; }
   absl::Status Record(cudaStream_t stream) const;
+  // Blocks until the work queued before the last Record has finished; returns
+  // its first error.
+  absl::Status Synchronize() const;
   // Milliseconds between `start` and this event. REQUIRES: both recorded and complete.
   absl::StatusOr<float> ElapsedMsSince(const Event& start) const;
 

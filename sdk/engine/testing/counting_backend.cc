@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "attention/next_decode_plan.h"
 #include "banyan/status_macros.h"
 #include "model/chat/chat_format.h"
 #include "sdk/engine/engine_testing.h"
@@ -129,6 +130,8 @@ class CountingBackend final : public model::Backend {
       s.logit_rows.fetch_add(static_cast<int64_t>(batch.logit_rows.size()), std::memory_order_relaxed);
       s.kv_tokens_read.fetch_add(tokens_read, std::memory_order_relaxed);
       UpdateMax(s.max_rows, static_cast<int64_t>(rows));
+      if (guessed_ && attention::SamePlan(plan, guess_)) s.plans_guessed.fetch_add(1, std::memory_order_relaxed);
+      guessed_ = attention::PredictNextDecodePlan(plan, &guess_);
     }
     return absl::OkStatus();
   }
@@ -136,6 +139,9 @@ class CountingBackend final : public model::Backend {
  private:
   const CountingBackendOptions options_;
   const model::ModelConfig config_;
+  // With stats: the next call's plan as guessed from this call's.
+  attention::AttentionPlan guess_;
+  bool guessed_ = false;
 };
 
 }  // namespace

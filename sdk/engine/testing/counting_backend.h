@@ -58,6 +58,10 @@ struct CountingBackendStats {
   std::atomic<int64_t> max_rows{0};      // most rows in one call
   std::atomic<int64_t> logit_rows{0};    // rows whose logits were asked for
   std::atomic<int64_t> kv_tokens_read{0};  // (row, token) pairs attended, layer 0
+  // Forward calls whose plan is the one attention::PredictNextDecodePlan
+  // guessed from the call before (what the CUDA backend's planning ahead,
+  // CudaBackendOptions::plan_ahead, keeps instead of planning again).
+  std::atomic<int64_t> plans_guessed{0};
 };
 
 struct CountingBackendOptions {
