@@ -1,6 +1,8 @@
 // Host side of the CUDA attention: bucketed device buffers, the upload of
 // plan and work list, and the one dispatch layer that turns (KV dtype,
 // head_dim) into template instantiations of the kernels in kernels/.
+#include "attention/tree_attention.h"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -18,7 +20,6 @@
 #include "attention/kernels/tree_wgmma.cuh"
 #include "attention/kv_tensor_map.h"
 #include "attention/next_decode_plan.h"
-#include "attention/tree_attention.h"
 #include "banyan/status_macros.h"
 #include "sdk/gpu/cuda_status.h"
 
