@@ -486,6 +486,8 @@ absl::StatusOr<Extension> KvTree::Insert(const KvNamespace& ns, absl::Span<const
       namespaces_.pop_back();
       roots_.pop_back();
     }
+  } else {
+    result->node = IdOf(branches_[slot].node);
   }
   return result;
 }
@@ -493,7 +495,9 @@ absl::StatusOr<Extension> KvTree::Insert(const KvNamespace& ns, absl::Span<const
 absl::StatusOr<Extension> KvTree::Append(Branch branch, absl::Span<const int32_t> tokens) {
   TreeLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
-  return ExtendBranch(slot, tokens);
+  absl::StatusOr<Extension> result = ExtendBranch(slot, tokens);
+  if (result.ok()) result->node = IdOf(branches_[slot].node);
+  return result;
 }
 
 absl::StatusOr<std::vector<Branch>> KvTree::Fork(Branch branch, int32_t n) {

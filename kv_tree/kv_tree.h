@@ -139,6 +139,7 @@ struct Extension {
   int32_t reused_tokens = 0;   // leading tokens whose K/V was already cached
   std::vector<KvSlot> write_slots;  // slots of the other tokens, in order: write their K/V
   int32_t copied_pages = 0;    // pages copied on write (0 or 1)
+  NodeId node;                 // the branch's node after the call (NodeOf(branch), without a second lookup)
 };
 
 // A prefill query row set: the last `num_new_tokens` tokens of `branch` attend

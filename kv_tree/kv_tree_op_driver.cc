@@ -170,6 +170,8 @@ class Driver {
     DRIVER_CHECK(ext->reused_tokens >= 0 && ext->reused_tokens <= static_cast<int32_t>(tokens.size()) &&
                      ext->write_slots.size() == tokens.size() - ext->reused_tokens,
                  "extension slot count wrong");
+    absl::StatusOr<NodeId> node = tree_->NodeOf(ext->branch);
+    DRIVER_CHECK(node.ok() && *node == ext->node, "extension node is not the branch's node");
     live->tokens.insert(live->tokens.end(), tokens.begin(), tokens.end());
     live->branch = ext->branch;
     WriteKv(ext->write_slots, live->tokens, old_len + ext->reused_tokens);

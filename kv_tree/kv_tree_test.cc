@@ -209,6 +209,8 @@ TEST_F(KvTreeTest, SoleUserExtendsInPlaceAndForkCreatesChildren) {
   EXPECT_EQ(more.branch, a.branch);
   BANYAN_ASSERT_OK_AND_ASSIGN(NodeId same, tree_->NodeOf(a.branch));
   EXPECT_EQ(same, node);  // in place
+  EXPECT_EQ(a.node, node);
+  EXPECT_EQ(more.node, same);
   EXPECT_EQ(more.write_slots[0].page, a.write_slots[4].page);  // continues the partly filled page
   EXPECT_EQ(more.write_slots[0].slot, 1);
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<Branch> kids, tree_->Fork(a.branch, 3));
@@ -230,6 +232,12 @@ TEST_F(KvTreeTest, SoleUserExtendsInPlaceAndForkCreatesChildren) {
   BANYAN_ASSERT_OK_AND_ASSIGN(NodeId n0, tree_->NodeOf(kids[0]));
   BANYAN_ASSERT_OK_AND_ASSIGN(NodeId n2, tree_->NodeOf(kids[2]));
   EXPECT_EQ(n0, n2);
+  // Each extension names the node its branch ended at: a new child, a reused one.
+  BANYAN_ASSERT_OK_AND_ASSIGN(NodeId n1, tree_->NodeOf(kids[1]));
+  EXPECT_EQ(k0.node, n0);
+  EXPECT_EQ(k1.node, n1);
+  EXPECT_EQ(k2.node, n2);
+  EXPECT_NE(n1, n0);
   Check();
 }
 

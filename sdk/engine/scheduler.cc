@@ -182,6 +182,7 @@ void EngineImpl::CollectDecodeRows(std::vector<Task*>& decode) {
     if (decode_rows_ >= options_.max_batch) break;
     bool fresh = false;
     kv_tree::KvSlot slot;
+    kv_tree::NodeId appended_to;  // the branch's node after this step's append (none: not yet looked up)
     if (t->pending >= 0) {
       absl::StatusOr<kv_tree::Extension> ext = tree_->Append(t->branch, {t->pending});
       if (!ext.ok()) {
@@ -195,6 +196,7 @@ void EngineImpl::CollectDecodeRows(std::vector<Task*>& decode) {
       ++t->length;
       t->last_token = t->pending;
       t->pending = -1;
+      appended_to = ext->node;
       if (!ext->write_slots.empty()) {
         fresh = true;
         slot = ext->write_slots[0];
@@ -213,7 +215,7 @@ void EngineImpl::CollectDecodeRows(std::vector<Task*>& decode) {
         continue;
       }
     }
-    absl::StatusOr<kv_tree::NodeId> node = tree_->NodeOf(t->branch);
+    absl::StatusOr<kv_tree::NodeId> node = appended_to.valid() ? appended_to : tree_->NodeOf(t->branch);
     if (!node.ok()) {
       FailTask(t, node.status(), true);
       continue;
