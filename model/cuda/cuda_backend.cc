@@ -16,6 +16,7 @@
 #include "model/cuda/ops.h"
 #include "model/sampling/greedy_cuda.h"
 #include "model/sampling/sample_cuda.h"
+#include "sdk/base/logging.h"
 #include "sdk/gpu/blas.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
@@ -285,8 +286,14 @@ absl::Status CudaBackend::ForwardValidated(const ForwardBatch& batch, const KvCa
   absl::Status status = Run(batch, kv, n, m, logits);
   if (status.ok()) status = queue_results();
   if (status.ok()) status = results_ready_.Record(stream_.get());
-  // The next decode pass's attention planned while the GPU runs this one.
-  if (status.ok() && plan_ahead_) status = attention_.PrepareAhead(stream_.get());
+  // The next decode pass's attention planned while the GPU runs this one. Its
+  // failure costs this pass nothing (its results are queued, the next pass
+  // plans as usual): logged, not returned; a sticky CUDA error shows below.
+  if (status.ok() && plan_ahead_) {
+    if (const absl::Status ahead = attention_.PrepareAhead(stream_.get()); !ahead.ok()) {
+      BANYAN_LOG(WARNING) << "CUDA backend: planning the next pass ahead failed: " << ahead;
+    }
+  }
   // Never leave work in flight that reads the caller's spans or pool (the
   // upload PrepareAhead queued after the results reads neither: it may run on).
   const absl::Status sync = status.ok() ? results_ready_.Synchronize() : stream_.Synchronize();

@@ -91,7 +91,9 @@ struct CudaBackendOptions {
   // plans the attention of the next decode pass on the guess that every
   // branch grows by one token (attention::TreeAttention::PrepareAhead); the
   // next pass keeps that work when the guess holds (most decode steps) and
-  // plans as usual otherwise. false: every pass plans its own attention.
+  // plans as usual otherwise. A failure of that speculative planning is
+  // logged (WARNING) and never fails the pass whose results are already
+  // queued. false: every pass plans its own attention.
   bool plan_ahead = true;
 };
 
