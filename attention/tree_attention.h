@@ -113,10 +113,7 @@ class TreeAttention {
 
   // Takes effect at the next Prepare. Default kAuto. Prepare fails with
   // kFailedPrecondition for kWgmma and kTma where wgmma_available() is false.
-  void set_variant(KernelVariant variant) {
-    next_variant_ = variant;
-    ahead_ready_ = false;  // planned with the old setting
-  }
+  void set_variant(KernelVariant variant) { SetPlanning(next_variant_, variant); }
   // The variant the last Prepare resolved (never kAuto).
   KernelVariant variant() const { return variant_; }
   // Whether the loaded kernel image has the sm_90a wgmma kernels (probed once
@@ -136,10 +133,7 @@ class TreeAttention {
   void set_wgmma_narrow_rows(int32_t rows) { wgmma_narrow_rows_ = rows; }
   // Fewest KV tokens of a split-K chunk (DeviceModel::min_chunk). Takes
   // effect at the next Prepare. Default kMinChunk.
-  void set_min_chunk(int32_t tokens) {
-    min_chunk_ = tokens;
-    ahead_ready_ = false;  // planned with the old setting
-  }
+  void set_min_chunk(int32_t tokens) { SetPlanning(min_chunk_, tokens); }
   // true (default): a Prepare whose plan has the previous Prepare's topology
   // (a decode step after the last) refreshes the previous work plan instead of
   // building one (WorkPlanner, work_plan.h); false: every Prepare builds.
@@ -173,19 +167,13 @@ class TreeAttention {
   // (spread like the merge kernel). Overrides the fused and overlapped merge.
   // Default false. Takes effect at the next Run; a kTma launch ignores it (a
   // Prepare after setting it resolves kTma to kWgmma).
-  void set_grid_merge(bool grid_merge) {
-    grid_merge_ = grid_merge;
-    ahead_ready_ = false;  // planned with the old setting
-  }
+  void set_grid_merge(bool grid_merge) { SetPlanning(grid_merge_, grid_merge); }
   // kNarrow only. true (default): batched items of at most kGroupRows rows
   // and one KV tile are planned in groups (WorkItem::group) that the kernel
   // runs at once, one warp per item, in plans with at least kGroupMinPerCta
   // such items per CTA (H100: 12-25% faster there, slower with fewer;
   // attention/PERF_NOTES.md session 3). Takes effect at the next Prepare.
-  void set_group_items(bool group) {
-    group_items_ = group;
-    ahead_ready_ = false;  // planned with the old setting
-  }
+  void set_group_items(bool group) { SetPlanning(group_items_, group); }
   // kNarrow only. true (default): each CTA's first item reads its page ids
   // and q rows from the CTA's head (work_plan.h) instead of the plan arrays.
   // Takes effect at the next Run.
@@ -194,10 +182,7 @@ class TreeAttention {
   // by memory) run partly before and partly after its first heavy item
   // (WorkShape::spread_light) instead of all at its end. Takes effect at the
   // next Prepare.
-  void set_spread_light(bool spread) {
-    spread_light_ = spread;
-    ahead_ready_ = false;  // planned with the old setting
-  }
+  void set_spread_light(bool spread) { SetPlanning(spread_light_, spread); }
   // kTma at head_dim 64 only: how many of the grid's CTAs run the light items
   // (a few rows of one entry, e.g. leaves' own suffixes: WorkShape::light_ctas,
   // work_plan.h) on SMs of their own, one item per warp (kernels/light.cuh),
@@ -206,10 +191,7 @@ class TreeAttention {
   // step splits, 13% faster, bench/RESULTS.md session 8); 0: none; n: n (at
   // most all but one CTA, and none for a plan without heavy items). Takes
   // effect at the next Prepare.
-  void set_light_ctas(int32_t n) {
-    light_ctas_ = n;
-    ahead_ready_ = false;  // planned with the old setting
-  }
+  void set_light_ctas(int32_t n) { SetPlanning(light_ctas_, n); }
   // Benchmarks only: device buffers that the next Runs fill with timestamps
   // (kernels/params.cuh kTraceItemWords per item CTA, grid_size() CTAs;
   // kTraceMergeWords per merge CTA, merge_grid_size() CTAs); nullptr: none.
@@ -248,10 +230,7 @@ class TreeAttention {
   // the next Prepare.
   enum class TmaRings { kAuto, kShared, kSplit };
   static constexpr double kTmaSharedMinShare = 0.5;
-  void set_tma_rings(TmaRings rings) {
-    tma_rings_ = rings;
-    ahead_ready_ = false;  // planned with the old setting
-  }
+  void set_tma_rings(TmaRings rings) { SetPlanning(tma_rings_, rings); }
   bool tma_split_kv() const { return tma_split_kv_; }
   // kTma at head dim 128 with kAuto rings: a short plan (at most
   // kTmaShortPlanTilesPerCta KV tiles per CTA, BatchedTilesPerCta) is fed by
@@ -262,10 +241,7 @@ class TreeAttention {
   // tiles per CTA 3% slower so fed. Measured at head dim 128 only. Takes
   // effect at the next Prepare.
   static constexpr double kTmaShortPlanTilesPerCta = 8.0;
-  void set_tma_short_plan_boxes(bool on) {
-    tma_short_plan_boxes_ = on;
-    ahead_ready_ = false;  // planned with the old setting
-  }
+  void set_tma_short_plan_boxes(bool on) { SetPlanning(tma_short_plan_boxes_, on); }
   bool tma_page_boxes() const { return tma_page_boxes_; }
 
   const WorkPlan& work_plan() const { return planner_.plan(); }
@@ -349,6 +325,13 @@ class TreeAttention {
   AttentionArgs ahead_args_;
   PathChoice ahead_path_ = PathChoice::kAuto;
   cudaStream_t ahead_stream_ = nullptr;
+  // A setting that Prepare reads: a PrepareAhead's work was planned with the
+  // old value, so it is dropped.
+  template <typename T>
+  void SetPlanning(T& setting, T value) {
+    setting = value;
+    ahead_ready_ = false;
+  }
   // Whether the next Prepare can keep PrepareAhead's work for these arguments.
   bool AheadMatches(const AttentionArgs& args, PathChoice path, cudaStream_t stream) const;
   // Device copies: one int32 blob with arrays at bucketed offsets, the partials.

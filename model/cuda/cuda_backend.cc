@@ -49,6 +49,9 @@ absl::Status Reserve(gpu::DeviceBuffer& buf, size_t bytes) {
   return absl::OkStatus();
 }
 
+// ForwardValidated's queue_results where nothing is read back beyond what Run queues.
+absl::Status NoResults() { return absl::OkStatus(); }
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(ModelConfig config, const CudaBackendOptions& options, gpu::Stream stream, gpu::BlasHandle blas,
@@ -185,7 +188,7 @@ absl::Status CudaBackend::EnsureScratch(int64_t rows, int64_t logit_rows) {
 
 absl::Status CudaBackend::Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) {
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, logits.size()));
-  return ForwardValidated(batch, kv, logits.data(), [] { return absl::OkStatus(); });
+  return ForwardValidated(batch, kv, logits.data(), NoResults);
 }
 
 absl::Status CudaBackend::ReserveResults(gpu::DeviceBuffer& device, gpu::PinnedBuffer& host, size_t bytes) {
@@ -207,8 +210,7 @@ absl::Status CudaBackend::ForwardGreedy(const ForwardBatch& batch, const KvCache
   }
   // Validated as a Forward whose logits would fit (they stay on the device).
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
-  const auto nothing = [] { return absl::OkStatus(); };
-  if (m == 0) return ForwardValidated(batch, kv, nullptr, nothing);
+  if (m == 0) return ForwardValidated(batch, kv, nullptr, NoResults);
   BANYAN_RETURN_IF_ERROR(ReserveResults(greedy_, greedy_host_, 12 * m));
   BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr, [&]() -> absl::Status {
     const sampling::GreedyRowsArgs args{.logits = logits_.As<float>(),
@@ -247,7 +249,7 @@ absl::Status CudaBackend::ForwardSample(const ForwardBatch& batch, const KvCache
     }
   }
   BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
-  if (n == 0) return ForwardValidated(batch, kv, nullptr, [] { return absl::OkStatus(); });
+  if (n == 0) return ForwardValidated(batch, kv, nullptr, NoResults);
   const size_t up = n * sizeof(sampling::DeviceDraw), down = n * sizeof(sampling::DrawResult);
   BANYAN_RETURN_IF_ERROR(ReserveResults(draws_, draws_host_, up + down));
   std::memcpy(draws_host_.data(), draws.data(), up);
