@@ -47,20 +47,20 @@ template <typename T, int D>
 inline constexpr int kLightSmemBytes = kLightCtaWarps * (2 * kLightTileBytes<T, D> + kLightRingBytes + 8);
 static_assert(kLightSmemBytes<__nv_bfloat16, kLightHeadDim> + 1024 <= 227 * 1024 && kLightCtaWarps <= 12);
 
-// Lane b's box of tile t (-1 for lanes past the tile's boxes).
-__device__ __forceinline__ int32_t LightTileBoxPage(const TreeParams& p, const WorkItem& it, const TmaTiles& tiles,
-                                                    int32_t t, int box_rows, int page_shift, int lane) {
-  const int boxes = kKvTile / box_rows;
-  return lane < boxes ? TmaBoxPage(p, it, tiles, t * boxes + lane, box_rows, page_shift) : -1;
-}
-
 // The TMA loads a light warp issues: maps and plane pages of the launch.
 struct LightMaps {
   const CUtensorMap* multi;   // one box: a whole 64-row tile of consecutive page ids
   const CUtensorMap* single;  // one box: one page (box_rows rows)
   int32_t box_rows;
+  int32_t boxes;              // kKvTile / box_rows: a tile's page boxes (divided once per CTA, not per item)
   int32_t k_page0, v_page0;   // FirstPlanePage of the layer's K and V planes
 };
+
+// Lane b's box of tile t (-1 for lanes past the tile's boxes).
+__device__ __forceinline__ int32_t LightTileBoxPage(const TreeParams& p, const LightMaps& maps, const WorkItem& it,
+                                                    const TmaTiles& tiles, int32_t t, int page_shift, int lane) {
+  return lane < maps.boxes ? TmaBoxPage(p, it, tiles, t * maps.boxes + lane, maps.box_rows, page_shift) : -1;
+}
 
 // Issues tile t of `it` into the stage (K at stage, V after it), completing on
 // `bar` (one arrival: lane 0's, with the bytes). `page`: TmaBoxPage of
@@ -71,7 +71,7 @@ __device__ __forceinline__ void LightIssueTile(const TreeParams& p, const LightM
                                                uint64_t* bar, int lane) {
   const uint32_t present = __ballot_sync(0xffffffffu, page >= 0);
   const int32_t first = __shfl_sync(0xffffffffu, page, 0);
-  const int boxes = kKvTile / maps.box_rows;
+  const int boxes = maps.boxes;
   // One box when every page of the tile is there with consecutive ids.
   const bool whole = present == (1u << boxes) - 1u && __all_sync(0xffffffffu, page < 0 || page == first + lane);
   const uint32_t box_bytes = static_cast<uint32_t>(maps.box_rows) * D * sizeof(T);
@@ -126,7 +126,12 @@ struct LightItemRing {
 static_assert(sizeof(WorkItem) == 48);
 
 // The q fragments of a light item's rows (heads of its KV group; rows past
-// its row count are zero).
+// its row count are zero). When q has the KV's dtype (the engine's case) the
+// loads are straight-line: every lane loads a row that exists (an invalid
+// row's head is the item's first) and zeroes what it does not own, with one
+// warp-uniform branch for rows 8-15; LoadQFragments' per-load validity and
+// dtype branches (divergent: rows differ across lanes) were most of a light
+// item's ~2,500 cycles before its first tile's wait (PERF_NOTES session 17).
 template <typename T, int D>
 struct LightRows {
   int32_t head[2];
@@ -139,8 +144,31 @@ struct LightRows {
       valid[r] = local < it.row_count;
       head[r] = it.kv_head * p.group + it.row_begin % p.group + (valid[r] ? local : 0);
     }
-    const int32_t qrow[2] = {ie.x, ie.x};
-    LoadQFragments<T, D>(p, qrow, head, valid, lane % 4, qf);
+    const int tq = lane % 4;
+    if (p.q_dtype != DTypeCode<T>()) {
+      const int32_t qrow[2] = {ie.x, ie.x};
+      LoadQFragments<T, D>(p, qrow, head, valid, tq, qf);
+      return;
+    }
+    const auto* q = static_cast<const uint32_t*>(p.q);  // pairs of T
+    const int64_t row0 = int64_t{ie.x} * p.num_q_heads;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (r == 1 && it.row_count <= 8) {  // warp-uniform: rows 8-15 do not exist
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ++ks) qf[ks][1] = qf[ks][3] = 0u;
+        break;
+      }
+      const uint32_t* src = q + (row0 + head[r]) * (D / 2) + tq;
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const uint32_t v = src[ks * 8 + half * 4];
+          qf[ks][half * 2 + r] = valid[r] ? v : 0u;
+        }
+      }
+    }
   }
 };
 
@@ -177,8 +205,8 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
   ring.Get(0, it, ie);
   TmaTiles tiles(it);
   if (tiles.count > 0) {
-    LightIssueTile<T, D>(p, maps, it, tiles, 0, LightTileBoxPage(p, it, tiles, 0, maps.box_rows, page_shift, lane),
-                         stage, bar, lane);
+    LightIssueTile<T, D>(p, maps, it, tiles, 0, LightTileBoxPage(p, maps, it, tiles, 0, page_shift, lane), stage, bar,
+                         lane);
   }
   for (; i < end; i += kWarpsN) {
     const bool more = i + kWarpsN < end;
@@ -203,9 +231,8 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
     for (int32_t t = 0; t < tiles.count; ++t) {
       // The boxes after this tile: the item's next tile, or the next item's first.
       const bool last = t + 1 == tiles.count;
-      const int32_t page =
-          !last ? LightTileBoxPage(p, it, tiles, t + 1, maps.box_rows, page_shift, lane)
-                : (more ? LightTileBoxPage(p, next, next_tiles, 0, maps.box_rows, page_shift, lane) : -1);
+      const int32_t page = !last ? LightTileBoxPage(p, maps, it, tiles, t + 1, page_shift, lane)
+                                 : (more ? LightTileBoxPage(p, maps, next, next_tiles, 0, page_shift, lane) : -1);
       MbarrierWait(bar, phase);
       phase ^= 1u;
       const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
@@ -223,7 +250,7 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
     }
     if (tiles.count == 0 && more && next_tiles.count > 0) {
       LightIssueTile<T, D>(p, maps, next, next_tiles, 0,
-                           LightTileBoxPage(p, next, next_tiles, 0, maps.box_rows, page_shift, lane), stage, bar, lane);
+                           LightTileBoxPage(p, maps, next, next_tiles, 0, page_shift, lane), stage, bar, lane);
     }
     // An item that sees no token of its chunk still writes its (empty) slot.
     const int32_t slots[2] = {ie.z + it.chunk, ie.z + it.chunk};

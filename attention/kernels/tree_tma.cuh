@@ -584,7 +584,11 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   if constexpr (D == kLightHeadDim) {
     if (static_cast<int32_t>(blockIdx.x) >= p.light_cta_begin) {  // a light CTA: no rings, every warp its own items
       GridDependencyWait();
-      const LightMaps maps{&kv_multi, &kv_single, box_rows, FirstPlanePage<D>(p, p.k_plane),
+      const LightMaps maps{&kv_multi,
+                           &kv_single,
+                           box_rows,
+                           kKvTile / box_rows,
+                           FirstPlanePage<D>(p, p.k_plane),
                            FirstPlanePage<D>(p, p.v_plane)};
       RunLightCta<T, D>(p, maps, smem, begin, end);
       return;
