@@ -122,6 +122,30 @@ void BM_DecodeStepAppend(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeStepAppend)->Unit(benchmark::kMicrosecond);
 
+// Long generations: 64 branches forked from a 2,048-token prompt each decode
+// `range(0)` tokens of their own one append at a time (then are released). The time per
+// append should not grow with the leaf's length (a leaf's token list grows
+// geometrically; an exact reserve per append made this quadratic).
+void BM_DecodeAppendLongLeaves(benchmark::State& state) {
+  const int32_t length = static_cast<int32_t>(state.range(0));
+  constexpr int32_t kBranches = 64;
+  std::unique_ptr<KvTree> tree =
+      MakeTree(KvPoolConfig{DType::kF32, 1, 1, 1, 16, 0}, (2048 + int64_t{kBranches} * (length + 16)) / 16 + 16);
+  const Branch prompt = tree->Insert(KvNamespace{"bench", ""}, Tokens(0, 2048)).value().branch;
+  for (auto _ : state) {
+    std::vector<Branch> leaves = tree->Fork(prompt, kBranches).value();
+    for (int32_t step = 0; step < length; ++step) {
+      for (int32_t i = 0; i < kBranches; ++i) {  // tokens of its own: no leaf is shared
+        const int32_t token[1] = {100000 + i};
+        if (!tree->Append(leaves[i], token).ok()) state.SkipWithError("append failed");
+      }
+    }
+    for (Branch b : leaves) (void)tree->Release(b);
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t{kBranches} * length);
+}
+BENCHMARK(BM_DecodeAppendLongLeaves)->Arg(128)->Arg(2048)->Unit(benchmark::kMillisecond);
+
 KvPoolConfig Layout(int64_t which) {
   if (which == 0) return KvPoolConfig{DType::kF32, 1, 1, 1, 16, 0};
   return KvPoolConfig{DType::kBf16, 30, 3, 64, 16, 0};

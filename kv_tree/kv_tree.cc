@@ -320,7 +320,11 @@ void KvTree::WriteTokens(uint32_t index, absl::Span<const int32_t> tokens, int32
     pool_.Unref(node.pages.back());
     node.pages.back() = cow_page;
   }
-  node.tokens.reserve(node.tokens.size() + tokens.size());
+  // Room for the new tokens, at least doubling: an exact reserve would
+  // reallocate and copy a decoding leaf's whole token list at every one-token
+  // append (quadratic in its length).
+  const size_t needed = node.tokens.size() + tokens.size();
+  if (needed > node.tokens.capacity()) node.tokens.reserve(std::max(needed, 2 * node.tokens.capacity()));
   for (int32_t token : tokens) {
     const int64_t pos = node.first_slot + static_cast<int64_t>(node.tokens.size());
     const int32_t slot = static_cast<int32_t>(pos % page_size_);

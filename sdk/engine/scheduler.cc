@@ -175,7 +175,10 @@ void EngineImpl::Step(std::vector<Task*>& active) {
 }
 
 void EngineImpl::CollectDecodeRows(std::vector<Task*>& decode) {
-  std::sort(decode.begin(), decode.end(), ServeFirst);
+  // Usually in order already: when every task was served last step, the
+  // order is the requests' (a check is O(n); a sort of 1,024 tasks cost
+  // ~29 us per step, each comparison two Task loads).
+  if (!std::is_sorted(decode.begin(), decode.end(), ServeFirst)) std::sort(decode.begin(), decode.end(), ServeFirst);
   absl::flat_hash_map<uint64_t, int32_t> node_row;  // node -> logits row
   node_row.reserve(decode.size());
   for (Task* t : decode) {
