@@ -290,7 +290,7 @@ KvTree::ExtendPlan KvTree::PlanExtend(uint32_t branch_node, absl::Span<const int
 
 uint32_t KvTree::Split(uint32_t index, int32_t at) {
   const uint32_t upper = NewNode();
-  Node& x = nodes_[index];  // deque: references survive emplace_back
+  Node& x = nodes_[index];  // StableVector: references survive emplace_back
   Node& u = nodes_[upper];
   u.parent = x.parent;
   u.ns = x.ns;
@@ -632,6 +632,15 @@ absl::StatusOr<std::vector<int32_t>> KvTree::Tokens(Branch branch) const {
               out.begin() + nodes_[node].prefix_length);
   }
   return out;
+}
+
+absl::StatusOr<int32_t> KvTree::LastToken(Branch branch) const {
+  TreeReaderLock lock(&mu_);
+  BANYAN_ASSIGN_OR_RETURN(const uint32_t slot, ResolveBranch(branch));
+  for (uint32_t node = branches_[slot].node; node != kNone; node = nodes_[node].parent) {
+    if (!nodes_[node].tokens.empty()) return nodes_[node].tokens.back();
+  }
+  return absl::FailedPreconditionError("branch has no tokens");
 }
 
 absl::StatusOr<std::vector<KvSlot>> KvTree::Slots(Branch branch) const {

@@ -71,7 +71,6 @@
 #define BANYAN_KV_TREE_KV_TREE_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -87,6 +86,7 @@
 #include "attention/attention_plan.h"
 #include "kv_tree/kv_storage.h"
 #include "kv_tree/page_pool.h"
+#include "kv_tree/stable_vector.h"
 #include "kv_tree/tree_mutex.h"
 #include "kv_tree/tree_snapshot.h"
 
@@ -290,6 +290,10 @@ class KvTree {
   // Every token of the branch's path, root first. O(length).
   [[nodiscard]] absl::StatusOr<std::vector<int32_t>> Tokens(Branch branch) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The branch's last token, without copying its path: O(nodes walked up to
+  // the first that holds tokens). kNotFound for a stale handle,
+  // kFailedPrecondition for a branch without tokens.
+  [[nodiscard]] absl::StatusOr<int32_t> LastToken(Branch branch) const ABSL_LOCKS_EXCLUDED(mu_);
   // Every token slot of the branch's path, root first. O(length).
   [[nodiscard]] absl::StatusOr<std::vector<KvSlot>> Slots(Branch branch) const
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -451,7 +455,7 @@ class KvTree {
 
   mutable TreeMutex mu_;
   PagePool pool_ ABSL_GUARDED_BY(mu_);
-  std::deque<Node> nodes_ ABSL_GUARDED_BY(mu_);
+  StableVector<Node> nodes_ ABSL_GUARDED_BY(mu_);  // index = NodeId::index; never moves a node
   std::vector<uint32_t> free_nodes_ ABSL_GUARDED_BY(mu_);
   std::vector<BranchSlot> branches_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> free_branches_ ABSL_GUARDED_BY(mu_);

@@ -379,6 +379,9 @@ class Driver {
     for (const Live& b : live_) {
       BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, tree_->Tokens(b.branch));
       DRIVER_CHECK(tokens == b.tokens, "branch ", b.branch.index, " tokens differ from the model");
+      absl::StatusOr<int32_t> last = tree_->LastToken(b.branch);
+      DRIVER_CHECK(tokens.empty() ? absl::IsFailedPrecondition(last.status()) : last.ok() && *last == tokens.back(),
+                   "branch ", b.branch.index, " last token ", last.ok() ? *last : -1);
       BANYAN_ASSIGN_OR_RETURN(std::vector<KvSlot> slots, tree_->Slots(b.branch));
       for (size_t i = 0; i < slots.size(); ++i) BANYAN_RETURN_IF_ERROR(CheckKv(slots[i], b.tokens[i], i));
     }

@@ -81,7 +81,7 @@ absl::Status KvTree::BuildPlanLocked(const PlanOptions& options, attention::Atte
   plan->page_size = page_size_;
   plan->num_queries = static_cast<int32_t>(plan_rows_.size());
   if (++plan_epoch_ == 0) {  // wrapped: forget every stale stamp
-    for (Node& node : nodes_) node.plan_epoch = 0;
+    for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].plan_epoch = 0;
     plan_epoch_ = 1;
   }
   const uint32_t epoch = plan_epoch_;

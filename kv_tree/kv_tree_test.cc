@@ -296,10 +296,15 @@ TEST_F(KvTreeTest, TruncateShrinksOrSplits) {
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<int32_t> bt, tree_->Tokens(b));
   EXPECT_THAT(at, ElementsAreArray(Range(0, 5)));
   EXPECT_THAT(bt, ElementsAreArray(Range(0, 3)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(int32_t a_last, tree_->LastToken(a.branch));  // a's own node
+  BANYAN_ASSERT_OK_AND_ASSIGN(int32_t b_last, tree_->LastToken(b));         // b's node after the split
+  EXPECT_EQ(a_last, at.back());
+  EXPECT_EQ(b_last, bt.back());
   Check();
   BANYAN_ASSERT_OK(tree_->Truncate(b, 0));
   BANYAN_ASSERT_OK_AND_ASSIGN(len, tree_->Length(b));
   EXPECT_EQ(len, 0);
+  EXPECT_THAT(tree_->LastToken(b), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(tree_->Truncate(b, 1), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(tree_->Truncate(a.branch, -1), StatusIs(absl::StatusCode::kInvalidArgument));
   // Appending after truncation rewrites the slot the branch alone had used.
@@ -316,6 +321,7 @@ TEST_F(KvTreeTest, StaleAndMalformedHandles) {
   EXPECT_THAT(tree_->Append(a.branch, {1}), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(tree_->Fork(a.branch, 2), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(tree_->Tokens(a.branch), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(tree_->LastToken(a.branch), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(tree_->Release(Branch{}), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(tree_->Release(Branch{77, 1}), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(tree_->GetNode(NodeId{}), StatusIs(absl::StatusCode::kInvalidArgument));

@@ -74,11 +74,7 @@ bool EngineImpl::TakeScratch(kv_tree::KvSlot* slot) {
   return true;
 }
 
-absl::StatusOr<int32_t> EngineImpl::LastTokenOf(kv_tree::Branch branch) {
-  BANYAN_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, tree_->Tokens(branch));
-  if (tokens.empty()) return absl::FailedPreconditionError("branch has no tokens");
-  return tokens.back();
-}
+absl::StatusOr<int32_t> EngineImpl::LastTokenOf(kv_tree::Branch branch) { return tree_->LastToken(branch); }
 
 void EngineImpl::Step(std::vector<Task*>& active) {
   ++step_;
