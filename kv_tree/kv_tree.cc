@@ -314,7 +314,7 @@ uint32_t KvTree::Split(uint32_t index, int32_t at) {
 }
 
 void KvTree::WriteTokens(uint32_t index, absl::Span<const int32_t> tokens, int32_t cow_page,
-                         std::vector<KvSlot>* slots) {
+                         absl::InlinedVector<KvSlot, 1>* slots) {
   Node& node = nodes_[index];
   if (cow_page >= 0) {
     pool_.Unref(node.pages.back());

@@ -80,6 +80,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -137,7 +138,9 @@ struct KvSlot {
 struct Extension {
   Branch branch;               // the branch (Insert: a new one; Append: the same handle)
   int32_t reused_tokens = 0;   // leading tokens whose K/V was already cached
-  std::vector<KvSlot> write_slots;  // slots of the other tokens, in order: write their K/V
+  // Slots of the other tokens, in order: write their K/V. Inline for one slot
+  // (a decode step's append allocates nothing).
+  absl::InlinedVector<KvSlot, 1> write_slots;
   int32_t copied_pages = 0;    // pages copied on write (0 or 1)
   NodeId node;                 // the branch's node after the call (NodeOf(branch), without a second lookup)
 };
@@ -440,7 +443,7 @@ class KvTree {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t Split(uint32_t node, int32_t at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WriteTokens(uint32_t node, absl::Span<const int32_t> tokens, int32_t cow_page,
-                   std::vector<KvSlot>* slots) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                   absl::InlinedVector<KvSlot, 1>* slots) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ShrinkLeaf(uint32_t node, int32_t new_length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MoveBranch(uint32_t slot, uint32_t to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status UnpinSlot(uint32_t slot, uint32_t generation) ABSL_LOCKS_EXCLUDED(mu_);

@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<KvTree::RestoredNode>> KvTree::Restore(const TreeSnap
     }
     restored.branch = ext->branch;
     restored.reused_tokens = ext->reused_tokens;
-    restored.write_slots = std::move(ext->write_slots);
+    restored.write_slots.assign(ext->write_slots.begin(), ext->write_slots.end());
     out.push_back(std::move(restored));
   }
   return out;

@@ -127,7 +127,7 @@ class Driver {
     return t;
   }
 
-  void WriteKv(const std::vector<KvSlot>& slots, const std::vector<int32_t>& tokens, size_t first) {
+  void WriteKv(absl::Span<const KvSlot> slots, const std::vector<int32_t>& tokens, size_t first) {
     for (size_t i = 0; i < slots.size(); ++i) {
       for (int32_t layer = 0; layer < layout_.num_layers; ++layer) {
         float* k = kv_ + layout_.Offset(layer, 0, slots[i].page, 0, slots[i].slot);

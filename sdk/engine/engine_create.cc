@@ -224,7 +224,7 @@ absl::Status EngineImpl::Init() {
   BANYAN_ASSIGN_OR_RETURN(kv_tree::Extension ext,
                           tree_->Insert(kv_tree::KvNamespace{"\x01scratch", ""}, zeros));
   scratch_branch_ = ext.branch;
-  scratch_slots_ = std::move(ext.write_slots);
+  scratch_slots_.assign(ext.write_slots.begin(), ext.write_slots.end());
 
   threads_ = options_.threads > 0 ? options_.threads
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
