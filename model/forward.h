@@ -144,11 +144,11 @@ inline attention::KvLayout KvLayoutFor(const ModelConfig& config, int64_t num_pa
   return layout;
 }
 
-// Checks a batch against the model config and the pool (errors listed at the
-// top of this file). O(rows + size of the plan).
-[[nodiscard]] inline absl::Status ValidateForwardBatch(const ModelConfig& config,
-                                                       const ForwardBatch& batch, const KvCache& kv,
-                                                       size_t logits_size) {
+namespace forward_internal {
+
+// The batch's spans, the layout and the plan's row count and page size.
+[[nodiscard]] inline absl::Status ValidateHeader(const ModelConfig& config, const ForwardBatch& batch,
+                                                 const KvCache& kv) {
   const size_t rows = batch.tokens.size();
   if (batch.positions.size() != rows || batch.kv_pages.size() != rows || batch.kv_slots.size() != rows) {
     return absl::InvalidArgumentError(absl::StrCat("forward batch: ", rows, " tokens but ",
@@ -177,31 +177,15 @@ inline attention::KvLayout KvLayoutFor(const ModelConfig& config, int64_t num_pa
     return absl::InvalidArgumentError(absl::StrCat("forward batch: plan page_size ", plan.page_size,
                                                    " != KV page_size ", l.page_size));
   }
-  // Every indptr array non-decreasing inside its target array first:
-  // AttentionPlan::Validate() (as of this writing) indexes entries before it
-  // has seen a later decrease, which reads out of bounds on such plans.
-  const auto indptr_ok = [](const std::vector<int32_t>& indptr, size_t expected_size, size_t target_size) {
-    if (indptr.size() != expected_size || indptr.empty() || indptr[0] != 0) return false;
-    for (size_t i = 1; i < indptr.size(); ++i) {
-      if (indptr[i] < indptr[i - 1] || static_cast<size_t>(indptr[i]) > target_size) return false;
-    }
-    return true;
-  };
-  const size_t segments = plan.segment_length.size();
-  if (!indptr_ok(plan.segment_page_indptr, segments + 1, plan.page_indices.size()) ||
-      !indptr_ok(plan.segment_entry_indptr, segments + 1, plan.entry_query.size()) ||
-      !indptr_ok(plan.query_entry_indptr, rows + 1, plan.query_entries.size()) ||
-      plan.entry_kv_limit.size() != plan.entry_query.size()) {
-    return absl::InvalidArgumentError("forward batch: invalid attention plan: malformed indptr arrays");
-  }
-  if (const std::string why = plan.Validate(); !why.empty()) {
-    return absl::InvalidArgumentError("forward batch: invalid attention plan: " + why);
-  }
-  for (int32_t p : plan.page_indices) {
-    if (p >= l.num_pages) {
-      return absl::OutOfRangeError(absl::StrCat("forward batch: plan page ", p, " >= num_pages ", l.num_pages));
-    }
-  }
+  return absl::OkStatus();
+}
+
+// Every row's token, position and write slot, the logit rows and the logits
+// span. REQUIRES: ValidateHeader passed.
+[[nodiscard]] inline absl::Status ValidateRowArrays(const ModelConfig& config, const ForwardBatch& batch,
+                                                    const KvCache& kv, size_t logits_size) {
+  const size_t rows = batch.tokens.size();
+  const attention::KvLayout& l = kv.layout;
   std::vector<int64_t> written;
   written.reserve(rows);
   for (size_t r = 0; r < rows; ++r) {
@@ -237,6 +221,63 @@ inline attention::KvLayout KvLayoutFor(const ModelConfig& config, int64_t num_pa
                                                    config.vocab_size));
   }
   return absl::OkStatus();
+}
+
+}  // namespace forward_internal
+
+// The plan's arrays (AttentionPlan::Validate and page ids inside the pool).
+// O(size of the plan). REQUIRES: a non-null plan with one query row per
+// batch row (the first checks of ValidateForwardRows).
+[[nodiscard]] inline absl::Status ValidateForwardPlan(const ForwardBatch& batch, const KvCache& kv) {
+  const size_t rows = batch.tokens.size();
+  const attention::KvLayout& l = kv.layout;
+  const attention::AttentionPlan& plan = *batch.plan;
+  // Every indptr array non-decreasing inside its target array first:
+  // AttentionPlan::Validate() (as of this writing) indexes entries before it
+  // has seen a later decrease, which reads out of bounds on such plans.
+  const auto indptr_ok = [](const std::vector<int32_t>& indptr, size_t expected_size, size_t target_size) {
+    if (indptr.size() != expected_size || indptr.empty() || indptr[0] != 0) return false;
+    for (size_t i = 1; i < indptr.size(); ++i) {
+      if (indptr[i] < indptr[i - 1] || static_cast<size_t>(indptr[i]) > target_size) return false;
+    }
+    return true;
+  };
+  const size_t segments = plan.segment_length.size();
+  if (!indptr_ok(plan.segment_page_indptr, segments + 1, plan.page_indices.size()) ||
+      !indptr_ok(plan.segment_entry_indptr, segments + 1, plan.entry_query.size()) ||
+      !indptr_ok(plan.query_entry_indptr, rows + 1, plan.query_entries.size()) ||
+      plan.entry_kv_limit.size() != plan.entry_query.size()) {
+    return absl::InvalidArgumentError("forward batch: invalid attention plan: malformed indptr arrays");
+  }
+  if (const std::string why = plan.Validate(); !why.empty()) {
+    return absl::InvalidArgumentError("forward batch: invalid attention plan: " + why);
+  }
+  for (int32_t p : plan.page_indices) {
+    if (p >= l.num_pages) {
+      return absl::OutOfRangeError(absl::StrCat("forward batch: plan page ", p, " >= num_pages ", l.num_pages));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Everything but the plan's arrays: ValidateForwardBatch without
+// ValidateForwardPlan. O(rows log rows). For a backend that checks the plan
+// later, while the device runs work that writes neither the pool nor logits
+// (model/cuda: the embedding, layer 0's norm and QKV product), so that the
+// O(plan) check overlaps it; the pool still sees no write before both pass.
+[[nodiscard]] inline absl::Status ValidateForwardRows(const ModelConfig& config, const ForwardBatch& batch,
+                                                      const KvCache& kv, size_t logits_size) {
+  if (absl::Status header = forward_internal::ValidateHeader(config, batch, kv); !header.ok()) return header;
+  return forward_internal::ValidateRowArrays(config, batch, kv, logits_size);
+}
+
+// Checks a batch against the model config and the pool (errors listed at the
+// top of this file). O(rows log rows + size of the plan).
+[[nodiscard]] inline absl::Status ValidateForwardBatch(const ModelConfig& config, const ForwardBatch& batch,
+                                                       const KvCache& kv, size_t logits_size) {
+  if (absl::Status header = forward_internal::ValidateHeader(config, batch, kv); !header.ok()) return header;
+  if (absl::Status plan = ValidateForwardPlan(batch, kv); !plan.ok()) return plan;
+  return forward_internal::ValidateRowArrays(config, batch, kv, logits_size);
 }
 
 }  // namespace banyan::model

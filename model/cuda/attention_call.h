@@ -40,7 +40,7 @@ class AttentionRunner {
 
   // REQUIRES: plan and kv.data stay valid until the last Run of this pass
   // has completed on `stream`. `check`: attention::PlanCheck; kPlanValidated
-  // only when ValidateForwardBatch (model/forward.h) has accepted this plan
+  // only when ValidateForwardPlan (model/forward.h) has accepted this plan
   // against this pool, so a step validates its plan once.
   [[nodiscard]] absl::Status Prepare(const attention::AttentionPlan& plan, const ModelConfig& config,
                                      const KvCache& kv, const void* q, void* out, cudaStream_t stream,

@@ -187,7 +187,7 @@ absl::Status CudaBackend::EnsureScratch(int64_t rows, int64_t logit_rows) {
 }
 
 absl::Status CudaBackend::Forward(const ForwardBatch& batch, const KvCache& kv, absl::Span<float> logits) {
-  BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, logits.size()));
+  BANYAN_RETURN_IF_ERROR(ValidateForwardRows(config_, batch, kv, logits.size()));
   return ForwardValidated(batch, kv, logits.data(), NoResults);
 }
 
@@ -209,7 +209,7 @@ absl::Status CudaBackend::ForwardGreedy(const ForwardBatch& batch, const KvCache
                                                    " tokens and ", logprobs.size(), " logprobs"));
   }
   // Validated as a Forward whose logits would fit (they stay on the device).
-  BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
+  BANYAN_RETURN_IF_ERROR(ValidateForwardRows(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
   if (m == 0) return ForwardValidated(batch, kv, nullptr, NoResults);
   BANYAN_RETURN_IF_ERROR(ReserveResults(greedy_, greedy_host_, 12 * m));
   BANYAN_RETURN_IF_ERROR(ForwardValidated(batch, kv, nullptr, [&]() -> absl::Status {
@@ -248,7 +248,7 @@ absl::Status CudaBackend::ForwardSample(const ForwardBatch& batch, const KvCache
                                                      " of ", m));
     }
   }
-  BANYAN_RETURN_IF_ERROR(ValidateForwardBatch(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
+  BANYAN_RETURN_IF_ERROR(ValidateForwardRows(config_, batch, kv, m * static_cast<size_t>(config_.vocab_size)));
   if (n == 0) return ForwardValidated(batch, kv, nullptr, NoResults);
   const size_t up = n * sizeof(sampling::DeviceDraw), down = n * sizeof(sampling::DrawResult);
   BANYAN_RETURN_IF_ERROR(ReserveResults(draws_, draws_host_, up + down));
@@ -281,7 +281,7 @@ absl::Status CudaBackend::ForwardValidated(const ForwardBatch& batch, const KvCa
   }
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
-  if (n == 0) return absl::OkStatus();
+  if (n == 0) return ValidateForwardPlan(batch, kv);  // nothing to run; the plan is checked all the same
   if (n > INT32_MAX / 8 || m > INT32_MAX / 8) return absl::InvalidArgumentError("CUDA backend: batch too large");
   BANYAN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   BANYAN_RETURN_IF_ERROR(EnsureScratch(n, m));
@@ -354,6 +354,10 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
          .weight = w.input_norm.As<float>(), .out = normed, .out_lo = normed_lo},
         stream));
     BANYAN_RETURN_IF_ERROR(Linear(normed, w.qkv, w.qkv_lo, split_ * n, n, H, qkv_dim, qkv));
+    // The plan's O(plan) check (the rest of ValidateForwardBatch ran before
+    // the pass) while the GPU runs what is queued so far, which writes only
+    // scratch: the pool's first write, the epilogue below, comes after it.
+    if (layer == 0) BANYAN_RETURN_IF_ERROR(ValidateForwardPlan(batch, kv));
     // Bias, RoPE on q (into q_) and k, and the new K/V into the pool, in one kernel.
     BANYAN_RETURN_IF_ERROR(cuda::LaunchQkvEpilogue(
         {.rows = rows, .num_q_heads = c.num_q_heads, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim,
@@ -367,7 +371,7 @@ absl::Status CudaBackend::Run(const ForwardBatch& batch, const KvCache& kv, int6
       // Planned only now, with the embedding and layer 0's norm, QKV product and
       // epilogue already queued: the GPU runs them while the host builds the
       // attention work plan (host time that the GPU would otherwise wait for).
-      // The caller (Forward / ForwardGreedy / ForwardSample) ran ValidateForwardBatch on this plan.
+      // ValidateForwardRows (the caller) and ValidateForwardPlan (above) accepted this plan.
       BANYAN_RETURN_IF_ERROR(attention_.Prepare(*batch.plan, c, kv, q_.data(), attn_.data(), stream,
                                                 attention::PlanCheck::kPlanValidated));
     }

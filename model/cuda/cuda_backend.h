@@ -22,9 +22,11 @@
 //   BANYAN_RETURN_IF_ERROR(gpu->Forward(batch, kv, absl::MakeSpan(logits)));
 //
 // The KV pool (KvCache::data) is device memory in bf16 that the caller owns.
-// Forward validates the batch like every backend (ValidateForwardBatch), then
-// enqueues the whole pass on the backend's stream and waits for it; logits
-// come back in host memory. Errors: those of model/forward.h, plus
+// Forward validates the batch like every backend (ValidateForwardBatch: its
+// plan half, ValidateForwardPlan, runs while the GPU computes layer 0's QKV
+// product, before anything writes the pool or logits), enqueues the whole
+// pass on the backend's stream and waits for it; logits come back in host
+// memory. Errors: those of model/forward.h, plus
 // kInvalidArgument for a KV dtype other than bf16, kResourceExhausted when
 // device memory runs out, kUnavailable without a device, kInternal for other
 // CUDA or cuBLAS failures.

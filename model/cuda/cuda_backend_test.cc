@@ -229,6 +229,26 @@ TEST(CudaBackendErrorsTest, BadInputsGiveSpecificCodes) {
               StatusIs(absl::StatusCode::kInvalidArgument));
   BANYAN_EXPECT_OK(gpu->Forward(s.batch(), pools.device, absl::MakeSpan(logits)));
 
+  // A plan the pass checks only after queuing layer 0's QKV product (the
+  // rows were checked first): its errors, and the pool untouched.
+  std::vector<char> pool_before(pools.device.layout.TotalBytes()), pool_after(pool_before.size());
+  BANYAN_ASSERT_OK(pools.device_buf.CopyToHost(pool_before.data(), pool_before.size()));
+  Step bad = s;
+  bad.plan.page_indices[0] = static_cast<int32_t>(pools.device.layout.num_pages);
+  EXPECT_THAT(gpu->Forward(bad.batch(), pools.device, absl::MakeSpan(logits)),
+              StatusIs(absl::StatusCode::kOutOfRange, ::testing::HasSubstr("plan page")));
+  bad = s;
+  bad.plan.entry_kv_limit[0] = 0;
+  EXPECT_THAT(gpu->Forward(bad.batch(), pools.device, absl::MakeSpan(logits)),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("invalid attention plan")));
+  std::vector<int32_t> token(1);
+  std::vector<float> logprob(1);
+  EXPECT_THAT(gpu->ForwardGreedy(bad.batch(), pools.device, absl::MakeSpan(token), absl::MakeSpan(logprob)),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("invalid attention plan")));
+  BANYAN_ASSERT_OK(pools.device_buf.CopyToHost(pool_after.data(), pool_after.size()));
+  EXPECT_TRUE(pool_after == pool_before) << "a rejected pass wrote the KV pool";
+  BANYAN_EXPECT_OK(gpu->Forward(s.batch(), pools.device, absl::MakeSpan(logits)));
+
   ModelWeights missing = MakeRandomWeights(c, 9);
   missing.tensors.erase("model.layers.1.mlp.up_proj.weight");
   EXPECT_THAT(CreateCudaBackend(missing), StatusIs(absl::StatusCode::kNotFound, ::testing::HasSubstr("up_proj")));
