@@ -229,74 +229,72 @@ int LuaPolicy::ApiCall(lua_State* L) {
   return 1;
 }
 
+template <typename Push, typename Read>
+absl::Status LuaPolicy::CallHook(Hook hook, const char* name, int nargs, const Push& push, const Read& read) {
+  absl::Status check = absl::OkStatus();
+  BANYAN_RETURN_IF_ERROR(sandbox_->Protected(name, [&](lua_State* L) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, refs_[hook]);
+    push(L);
+    lua_call(L, nargs, 1);
+    check = read(L);
+  }));
+  return check;
+}
+
 absl::StatusOr<ExpandResult> LuaPolicy::Expand(const NodeView& node, const SearchStats& stats) {
   BANYAN_RETURN_IF_ERROR(RequireHook(kExpand));
   ExpandResult result;
-  absl::Status check = absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(sandbox_->Protected("expand()", [&](lua_State* L) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, refs_[kExpand]);
+  const auto push = [&](lua_State* L) {
     PushNode(L, node);
     PushStats(L, stats);
-    lua_call(L, 2, 1);
+  };
+  BANYAN_RETURN_IF_ERROR(CallHook(kExpand, "expand()", 2, push, [&](lua_State* L) -> absl::Status {
     lua_Integer count = 0;
-    if (lua_isnil(L, -1)) return;
+    if (lua_isnil(L, -1)) return absl::OkStatus();
     if (TopInteger(L, -1, &count)) {
-      if (count < 0 || count > options_.max_children) {
-        check = absl::InvalidArgumentError(absl::StrCat("expand() returned ", count,
-                                                        " children; expected 0..",
-                                                        options_.max_children));
-      }
       result.sample_count = count;
-      return;
+      if (count < 0 || count > options_.max_children) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("expand() returned ", count, " children; expected 0..", options_.max_children));
+      }
+      return absl::OkStatus();
     }
     if (lua_type(L, -1) != LUA_TTABLE) {
-      check = absl::InvalidArgumentError(absl::StrCat(
-          "expand() must return an integer, a list of strings or nil, got ",
-          luaL_typename(L, -1)));
-      return;
+      return absl::InvalidArgumentError(
+          absl::StrCat("expand() must return an integer, a list of strings or nil, got ", luaL_typename(L, -1)));
     }
     const lua_Unsigned n = lua_rawlen(L, -1);
     if (n > static_cast<lua_Unsigned>(options_.max_children)) {
-      check = absl::InvalidArgumentError(absl::StrCat("expand() returned ", n,
-                                                      " continuations; at most ",
-                                                      options_.max_children));
-      return;
+      return absl::InvalidArgumentError(
+          absl::StrCat("expand() returned ", n, " continuations; at most ", options_.max_children));
     }
     for (lua_Unsigned i = 1; i <= n; ++i) {
       if (lua_rawgeti(L, -1, static_cast<lua_Integer>(i)) != LUA_TSTRING) {
-        check = absl::InvalidArgumentError(absl::StrCat(
-            "expand() continuation ", i, " must be a string, got ", luaL_typename(L, -1)));
-        return;
+        return absl::InvalidArgumentError(
+            absl::StrCat("expand() continuation ", i, " must be a string, got ", luaL_typename(L, -1)));
       }
       size_t length = 0;
       const char* text = lua_tolstring(L, -1, &length);
       result.continuations.emplace_back(text, length);
       lua_pop(L, 1);
     }
+    return absl::OkStatus();
   }));
-  BANYAN_RETURN_IF_ERROR(check);
   return result;
 }
 
 absl::StatusOr<double> LuaPolicy::Score(const NodeView& node) {
   BANYAN_RETURN_IF_ERROR(RequireHook(kScore));
   double value = 0.0;
-  absl::Status check = absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(sandbox_->Protected("score()", [&](lua_State* L) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, refs_[kScore]);
-    PushNode(L, node);
-    lua_call(L, 1, 1);
+  const auto push = [&](lua_State* L) { PushNode(L, node); };
+  BANYAN_RETURN_IF_ERROR(CallHook(kScore, "score()", 1, push, [&](lua_State* L) -> absl::Status {
     if (lua_type(L, -1) != LUA_TNUMBER) {
-      check = absl::InvalidArgumentError(
-          absl::StrCat("score() must return a number, got ", luaL_typename(L, -1)));
-      return;
+      return absl::InvalidArgumentError(absl::StrCat("score() must return a number, got ", luaL_typename(L, -1)));
     }
     value = lua_tonumber(L, -1);
-    if (!std::isfinite(value)) {
-      check = absl::InvalidArgumentError(absl::StrCat("score() returned ", value));
-    }
+    if (!std::isfinite(value)) return absl::InvalidArgumentError(absl::StrCat("score() returned ", value));
+    return absl::OkStatus();
   }));
-  BANYAN_RETURN_IF_ERROR(check);
   return value;
 }
 
@@ -304,91 +302,76 @@ absl::StatusOr<std::vector<size_t>> LuaPolicy::Select(absl::Span<const NodeView>
   BANYAN_RETURN_IF_ERROR(RequireHook(kSelect));
   if (frontier.empty()) return absl::InvalidArgumentError("select(): the frontier is empty");
   std::vector<size_t> chosen;
-  absl::Status check = absl::OkStatus();
   const auto size = static_cast<lua_Integer>(frontier.size());
-  BANYAN_RETURN_IF_ERROR(sandbox_->Protected("select()", [&](lua_State* L) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, refs_[kSelect]);
+  const auto push = [&](lua_State* L) {
     lua_createtable(L, static_cast<int>(frontier.size()), 0);
     for (size_t i = 0; i < frontier.size(); ++i) {
       PushNode(L, frontier[i]);
       lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
-    lua_call(L, 1, 1);
+  };
+  BANYAN_RETURN_IF_ERROR(CallHook(kSelect, "select()", 1, push, [&](lua_State* L) -> absl::Status {
     lua_Integer index = 0;
     if (TopInteger(L, -1, &index)) {
       if (index < 1 || index > size) {
-        check = absl::InvalidArgumentError(
-            absl::StrCat("select() returned index ", index, "; expected 1..", size));
-        return;
+        return absl::InvalidArgumentError(absl::StrCat("select() returned index ", index, "; expected 1..", size));
       }
       chosen.push_back(static_cast<size_t>(index - 1));
-      return;
+      return absl::OkStatus();
     }
     if (lua_type(L, -1) != LUA_TTABLE) {
-      check = absl::InvalidArgumentError(absl::StrCat(
-          "select() must return an index or a list of indices, got ", luaL_typename(L, -1)));
-      return;
+      return absl::InvalidArgumentError(
+          absl::StrCat("select() must return an index or a list of indices, got ", luaL_typename(L, -1)));
     }
     const lua_Unsigned n = lua_rawlen(L, -1);
     if (n == 0 || n > frontier.size()) {
-      check = absl::InvalidArgumentError(absl::StrCat("select() returned ", n,
-                                                      " indices; expected 1..", size));
-      return;
+      return absl::InvalidArgumentError(absl::StrCat("select() returned ", n, " indices; expected 1..", size));
     }
     std::set<lua_Integer> seen;
     for (lua_Unsigned i = 1; i <= n; ++i) {
       lua_rawgeti(L, -1, static_cast<lua_Integer>(i));
       if (!TopInteger(L, -1, &index) || index < 1 || index > size || !seen.insert(index).second) {
-        check = absl::InvalidArgumentError(absl::StrCat(
-            "select() list entry ", i, " must be a distinct integer in 1..", size));
-        return;
+        return absl::InvalidArgumentError(
+            absl::StrCat("select() list entry ", i, " must be a distinct integer in 1..", size));
       }
       chosen.push_back(static_cast<size_t>(index - 1));
       lua_pop(L, 1);
     }
+    return absl::OkStatus();
   }));
-  BANYAN_RETURN_IF_ERROR(check);
   return chosen;
 }
 
 absl::StatusOr<bool> LuaPolicy::ShouldStop(const SearchStats& stats) {
   BANYAN_RETURN_IF_ERROR(RequireHook(kShouldStop));
   bool stop = false;
-  absl::Status check = absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(sandbox_->Protected("should_stop()", [&](lua_State* L) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, refs_[kShouldStop]);
-    PushStats(L, stats);
-    lua_call(L, 1, 1);
+  const auto push = [&](lua_State* L) { PushStats(L, stats); };
+  BANYAN_RETURN_IF_ERROR(CallHook(kShouldStop, "should_stop()", 1, push, [&](lua_State* L) -> absl::Status {
     if (lua_type(L, -1) != LUA_TBOOLEAN) {
-      check = absl::InvalidArgumentError(
+      return absl::InvalidArgumentError(
           absl::StrCat("should_stop() must return a boolean, got ", luaL_typename(L, -1)));
-      return;
     }
     stop = lua_toboolean(L, -1) != 0;
+    return absl::OkStatus();
   }));
-  BANYAN_RETURN_IF_ERROR(check);
   return stop;
 }
 
 absl::StatusOr<std::optional<std::string>> LuaPolicy::Answer(const NodeView& node) {
   BANYAN_RETURN_IF_ERROR(RequireHook(kAnswer));
   std::optional<std::string> answer;
-  absl::Status check = absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(sandbox_->Protected("answer()", [&](lua_State* L) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, refs_[kAnswer]);
-    PushNode(L, node);
-    lua_call(L, 1, 1);
-    if (lua_isnil(L, -1)) return;
+  const auto push = [&](lua_State* L) { PushNode(L, node); };
+  BANYAN_RETURN_IF_ERROR(CallHook(kAnswer, "answer()", 1, push, [&](lua_State* L) -> absl::Status {
+    if (lua_isnil(L, -1)) return absl::OkStatus();
     if (lua_type(L, -1) != LUA_TSTRING) {
-      check = absl::InvalidArgumentError(
+      return absl::InvalidArgumentError(
           absl::StrCat("answer() must return a string or nil, got ", luaL_typename(L, -1)));
-      return;
     }
     size_t length = 0;
     const char* text = lua_tolstring(L, -1, &length);
     answer.emplace(text, length);
+    return absl::OkStatus();
   }));
-  BANYAN_RETURN_IF_ERROR(check);
   return answer;
 }
 
