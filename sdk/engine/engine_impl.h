@@ -216,7 +216,6 @@ class EngineImpl final : public Engine {
   // Drops done tasks from `active`; marks finished requests (registering
   // new branches, clearing busy flags) and publishes the step's counters.
   void PublishCompleted(std::vector<Task*>& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<int32_t> LastTokenOf(kv_tree::Branch branch);
   // Recovery from a failed pass (kv_repair.cc).
   // After a failed forward pass: forks a private branch at the end of every
   // step row group whose tokens were added this step (their K/V may be
@@ -306,7 +305,6 @@ class EngineImpl final : public Engine {
   };
   ConsumerRows consumers_;
   std::vector<Task*> finished_flush_;  // decode tasks whose last token is in this step
-  absl::flat_hash_map<uint64_t, int32_t> last_tokens_;  // node -> last token, this step
   int32_t decode_rows_ = 0;
   std::function<absl::Status()> before_forward_;  // e.g. wait for device page copies
   // Device backends: page-locked memory for `floats` logits (fast copies back).

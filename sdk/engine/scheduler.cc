@@ -74,8 +74,6 @@ bool EngineImpl::TakeScratch(kv_tree::KvSlot* slot) {
   return true;
 }
 
-absl::StatusOr<int32_t> EngineImpl::LastTokenOf(kv_tree::Branch branch) { return tree_->LastToken(branch); }
-
 void EngineImpl::Step(std::vector<Task*>& active) {
   ++step_;
   scratch_used_ = 0;
@@ -84,7 +82,6 @@ void EngineImpl::Step(std::vector<Task*>& active) {
   logit_rows_.clear();
   consumers_.clear();
   finished_flush_.clear();
-  last_tokens_.clear();
   counters_ = StepCounters{};
   decode_rows_ = 0;
 
@@ -220,17 +217,13 @@ void EngineImpl::CollectDecodeRows(std::vector<Task*>& decode) {
       continue;
     }
     const uint64_t key = NodeKey(*node);
-    if (t->last_token < 0) {
-      auto cached = last_tokens_.find(key);
-      if (cached == last_tokens_.end()) {
-        absl::StatusOr<int32_t> last = LastTokenOf(t->branch);
-        if (!last.ok()) {
-          FailTask(t, last.status(), true);
-          continue;
-        }
-        cached = last_tokens_.emplace(key, *last).first;
+    if (t->last_token < 0) {  // KvTree::LastToken copies nothing: no per-step cache by node
+      absl::StatusOr<int32_t> last = tree_->LastToken(t->branch);
+      if (!last.ok()) {
+        FailTask(t, last.status(), true);
+        continue;
       }
-      t->last_token = cached->second;
+      t->last_token = *last;
     }
     if (!fresh) {
       // Branches at the same node have the same sequence: one row serves all.
@@ -303,7 +296,7 @@ void EngineImpl::ScoreChunk(Task* t, int64_t* budget) {
   const int64_t c = std::min<int64_t>(n - static_cast<int64_t>(t->next), std::max<int64_t>(1, *budget - first));
   if (c <= 0 || scratch_slots_.size() - scratch_used_ < static_cast<size_t>(first + c)) return;
   if (first == 1 && t->branch_last_token < 0) {
-    absl::StatusOr<int32_t> last = LastTokenOf(t->branch);
+    absl::StatusOr<int32_t> last = tree_->LastToken(t->branch);
     if (!last.ok()) {
       FailTask(t, last.status(), true);
       return;
