@@ -121,6 +121,15 @@ __device__ __forceinline__ void TmaLoad5d(void* dst, const CUtensorMap* map, int
 #endif
 }
 
+// Brings a tensor map into the TMA unit's descriptor cache ahead of its
+// first box: without it the first copy of a cold launch waits for the
+// descriptor's own fetch.
+__device__ __forceinline__ void PrefetchTensorMap(const CUtensorMap* map) {
+#ifdef BANYAN_WGMMA_ENABLED
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#endif
+}
+
 // Register reallocation between the warpgroups of a CTA (every thread of a
 // warpgroup executes the same call): the producer warpgroup gives registers
 // back, the consumer warpgroups take them.

@@ -571,6 +571,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
   TriggerDependents();  // the merge grid may launch now; it waits for this grid's completion
   TraceRecord(p, 0, 4);
+  if (threadIdx.x == 0) {  // the descriptors' fetch overlaps the plan reads before the first box
+    PrefetchTensorMap(&kv_multi);
+    PrefetchTensorMap(&kv_single);
+  }
   constexpr bool kFromHead = kProducerRegs == kTmaFedProducer;  // the CTA head (CtaHead)
   int32_t begin, end;
   if constexpr (kFromHead) {
