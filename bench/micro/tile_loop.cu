@@ -16,6 +16,9 @@
 //  18 kern     tree_tma.cuh's order: both products retired, then the softmax
 //              (also prints the clocks of the two phases)
 //  20 kernsync mode 18 with both warpgroups meeting at a barrier every tile
+// kernel3wg / kernel4wg / lean3wg: modes 0 and 2 with three or four consumer
+// warpgroups (384 / 512 threads: 64 more rows per tile each; compare clocks
+// per 64 rows)
 // ("kernel+sm": mode 0 with modes 6-13's shared-memory size)
 // and, with a producer warpgroup as in the kernel (384 threads, setmaxnreg
 // 40 / 232, a ring of 5 stages of 32 KB with full / empty mbarriers; the
@@ -42,7 +45,8 @@
 //   nvcc -O3 -std=c++20 -I. [-DTILE_D=64] -gencode arch=compute_90a,code=sm_90a -o tile_loop bench/micro/tile_loop.cu
 // Results (H100, 2026-11-23): bench/RESULTS.md "Session 5: light items spread, ...";
 // raw: bench/peers/results/h100_2026-11-23_attention_s5_ab.txt. Modes 16-20
-// and D 64: RESULTS "Session 10: lazy rescaling, ..." and PERF_NOTES session 10.
+// and D 64: RESULTS "Session 10: lazy rescaling, ..." and PERF_NOTES session 10;
+// three and four warpgroups: RESULTS attention "Session 19".
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -102,15 +106,15 @@ __device__ __forceinline__ void Finish(long long t0, int group, bool lead, const
 #pragma unroll
   for (int j = 0; j < 16; ++j) acc += static_cast<float>(pa[j / 4][j % 4] & 1u);
   sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
-  if (lead) clocks[blockIdx.x * 2 + group] = t1 - t0;
+  if (lead) clocks[blockIdx.x * 4 + group] = t1 - t0;
 }
 
 // Modes 18 and 20: per warpgroup of CTA 0, the clocks its first warp spent in
 // the products (issue to retire) and in the softmax, summed over the tiles.
-__device__ long long g_phase[4];
+__device__ long long g_phase[8];
 
-template <int kMode>
-__global__ void __launch_bounds__(256, 1) TileLoop(int tiles, int opaque_zero, float* sink, long long* clocks) {
+template <int kMode, int kThreadsN = 256>
+__global__ void __launch_bounds__(kThreadsN, 1) TileLoop(int tiles, int opaque_zero, float* sink, long long* clocks) {
 #ifdef BANYAN_WGMMA_ENABLED
   extern __shared__ __align__(1024) char smem_raw[];
   char* smem = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
@@ -342,7 +346,7 @@ void Report(const char* name, int ctas, int tiles, int threads, Launch launch) {
   float* sink;
   long long* clocks;
   cudaMalloc(&sink, sizeof(float) * ctas * threads);
-  cudaMalloc(&clocks, sizeof(long long) * ctas * 2);
+  cudaMalloc(&clocks, sizeof(long long) * ctas * 4);
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
@@ -376,12 +380,12 @@ void RunFed(const char* name, int ctas, int tiles, const char* source) {
   });
 }
 
-template <int kMode>
+template <int kMode, int kThreadsN = 256>
 void Run(const char* name, int ctas, int tiles, int extra_smem = 0) {
   const int smem = kStages * kStageBytes + 1024 + extra_smem;
-  cudaFuncSetAttribute(TileLoop<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  Report(name, ctas, tiles, 256, [&](float* sink, long long* clocks) {
-    TileLoop<kMode><<<ctas, 256, smem>>>(tiles, 0, sink, clocks);
+  cudaFuncSetAttribute(TileLoop<kMode, kThreadsN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  Report(name, ctas, tiles, kThreadsN, [&](float* sink, long long* clocks) {
+    TileLoop<kMode, kThreadsN><<<ctas, kThreadsN, smem>>>(tiles, 0, sink, clocks);
   });
 }
 
@@ -409,6 +413,13 @@ int main() {
                   ph[0] / (6 * tiles), ph[2] / (6 * tiles), ph[1] / (6 * tiles), ph[3] / (6 * tiles));
     }
     Run<0>("kernel+sm", ctas, tiles, 3 * kStageBytes);  // mode 0 with FedLoop's shared memory size
+  }
+  // More consumer warpgroups per CTA (session 19): 64 more rows per tile each,
+  // so compare us/tile per 64 rows. 512 threads: 128 registers per thread.
+  for (const int ctas : {1, prop.multiProcessorCount}) {
+    Run<0, 384>("kernel3wg", ctas, tiles);
+    Run<0, 512>("kernel4wg", ctas, tiles);
+    Run<2, 384>("lean3wg", ctas, tiles);
   }
   char* source;
   cudaMalloc(&source, size_t{kSourceTiles} * kStageBytes);
