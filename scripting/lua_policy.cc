@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -15,6 +16,9 @@ namespace banyan::scripting {
 namespace {
 
 constexpr const char* kHookNames[] = {"expand", "score", "select", "should_stop", "answer"};
+// A hook's call as errors name it (kHookNames[h] + "()").
+constexpr const char* kHookCalls[] = {"expand()", "score()", "select()", "should_stop()", "answer()"};
+static_assert(std::size(kHookNames) == std::size(kHookCalls));
 
 enum ApiFunction { kText, kTokenCount, kModelScore, kFork };
 constexpr const char* kApiNames[] = {"text", "token_count", "model_score", "fork"};
@@ -230,9 +234,9 @@ int LuaPolicy::ApiCall(lua_State* L) {
 }
 
 template <typename Push, typename Read>
-absl::Status LuaPolicy::CallHook(Hook hook, const char* name, int nargs, const Push& push, const Read& read) {
+absl::Status LuaPolicy::CallHook(Hook hook, int nargs, const Push& push, const Read& read) {
   absl::Status check = absl::OkStatus();
-  BANYAN_RETURN_IF_ERROR(sandbox_->Protected(name, [&](lua_State* L) {
+  BANYAN_RETURN_IF_ERROR(sandbox_->Protected(kHookCalls[hook], [&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, refs_[hook]);
     push(L);
     lua_call(L, nargs, 1);
@@ -248,7 +252,7 @@ absl::StatusOr<ExpandResult> LuaPolicy::Expand(const NodeView& node, const Searc
     PushNode(L, node);
     PushStats(L, stats);
   };
-  BANYAN_RETURN_IF_ERROR(CallHook(kExpand, "expand()", 2, push, [&](lua_State* L) -> absl::Status {
+  BANYAN_RETURN_IF_ERROR(CallHook(kExpand, 2, push, [&](lua_State* L) -> absl::Status {
     lua_Integer count = 0;
     if (lua_isnil(L, -1)) return absl::OkStatus();
     if (TopInteger(L, -1, &count)) {
@@ -287,7 +291,7 @@ absl::StatusOr<double> LuaPolicy::Score(const NodeView& node) {
   BANYAN_RETURN_IF_ERROR(RequireHook(kScore));
   double value = 0.0;
   const auto push = [&](lua_State* L) { PushNode(L, node); };
-  BANYAN_RETURN_IF_ERROR(CallHook(kScore, "score()", 1, push, [&](lua_State* L) -> absl::Status {
+  BANYAN_RETURN_IF_ERROR(CallHook(kScore, 1, push, [&](lua_State* L) -> absl::Status {
     if (lua_type(L, -1) != LUA_TNUMBER) {
       return absl::InvalidArgumentError(absl::StrCat("score() must return a number, got ", luaL_typename(L, -1)));
     }
@@ -310,7 +314,7 @@ absl::StatusOr<std::vector<size_t>> LuaPolicy::Select(absl::Span<const NodeView>
       lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
   };
-  BANYAN_RETURN_IF_ERROR(CallHook(kSelect, "select()", 1, push, [&](lua_State* L) -> absl::Status {
+  BANYAN_RETURN_IF_ERROR(CallHook(kSelect, 1, push, [&](lua_State* L) -> absl::Status {
     lua_Integer index = 0;
     if (TopInteger(L, -1, &index)) {
       if (index < 1 || index > size) {
@@ -346,7 +350,7 @@ absl::StatusOr<bool> LuaPolicy::ShouldStop(const SearchStats& stats) {
   BANYAN_RETURN_IF_ERROR(RequireHook(kShouldStop));
   bool stop = false;
   const auto push = [&](lua_State* L) { PushStats(L, stats); };
-  BANYAN_RETURN_IF_ERROR(CallHook(kShouldStop, "should_stop()", 1, push, [&](lua_State* L) -> absl::Status {
+  BANYAN_RETURN_IF_ERROR(CallHook(kShouldStop, 1, push, [&](lua_State* L) -> absl::Status {
     if (lua_type(L, -1) != LUA_TBOOLEAN) {
       return absl::InvalidArgumentError(
           absl::StrCat("should_stop() must return a boolean, got ", luaL_typename(L, -1)));
@@ -361,7 +365,7 @@ absl::StatusOr<std::optional<std::string>> LuaPolicy::Answer(const NodeView& nod
   BANYAN_RETURN_IF_ERROR(RequireHook(kAnswer));
   std::optional<std::string> answer;
   const auto push = [&](lua_State* L) { PushNode(L, node); };
-  BANYAN_RETURN_IF_ERROR(CallHook(kAnswer, "answer()", 1, push, [&](lua_State* L) -> absl::Status {
+  BANYAN_RETURN_IF_ERROR(CallHook(kAnswer, 1, push, [&](lua_State* L) -> absl::Status {
     if (lua_isnil(L, -1)) return absl::OkStatus();
     if (lua_type(L, -1) != LUA_TSTRING) {
       return absl::InvalidArgumentError(

@@ -138,12 +138,11 @@ class LuaPolicy {
   absl::Status InstallApi();
   absl::Status BindHooks();
   absl::Status RequireHook(Hook hook) const;
-  // Calls `hook` (`name` in errors) inside the sandbox: `push(L)` leaves its
-  // `nargs` arguments on the stack and `read(L)` takes its one result,
-  // returning what is wrong with it (kInvalidArgument) or OK. REQUIRES:
-  // RequireHook(hook) passed.
+  // Calls `hook` inside the sandbox: `push(L)` leaves its `nargs` arguments
+  // on the stack and `read(L)` takes its one result, returning what is wrong
+  // with it (kInvalidArgument) or OK. REQUIRES: RequireHook(hook) passed.
   template <typename Push, typename Read>
-  absl::Status CallHook(Hook hook, const char* name, int nargs, const Push& push, const Read& read);
+  absl::Status CallHook(Hook hook, int nargs, const Push& push, const Read& read);
   void PushNode(lua_State* L, const NodeView& node) const;
   static void PushStats(lua_State* L, const SearchStats& stats);
   static int ApiCall(lua_State* L);

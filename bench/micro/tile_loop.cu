@@ -111,7 +111,7 @@ __device__ __forceinline__ void Finish(long long t0, int group, bool lead, const
 
 // Modes 18 and 20: per warpgroup of CTA 0, the clocks its first warp spent in
 // the products (issue to retire) and in the softmax, summed over the tiles.
-__device__ long long g_phase[8];
+__device__ long long g_phase[4];
 
 template <int kMode, int kThreadsN = 256>
 __global__ void __launch_bounds__(kThreadsN, 1) TileLoop(int tiles, int opaque_zero, float* sink, long long* clocks) {
