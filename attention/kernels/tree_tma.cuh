@@ -427,8 +427,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     const int group = cwarp / 4;
     const bool small = split_small && it.row_count <= 64;
     const int row_warp = small ? cwarp % 4 : cwarp;  // this warp's 16 rows of the item
-    // Warpgroup-uniform: whether this warpgroup has rows of the item.
-    const bool group_active = small ? group == (i & 1) : group * 64 < it.row_count;
+    // Warpgroup-uniform: whether this warpgroup has rows of the item. A vote
+    // makes it uniform to ptxas too, so that the wgmma descriptors under it
+    // stay on the uniform datapath (no R2UR per wgmma).
+    const bool group_active = __all_sync(0xffffffffu, small ? group == (i & 1) : group * 64 < it.row_count);
     int32_t slot[2], head[2], limit[2];
     bool valid[2];
 #pragma unroll
@@ -509,7 +511,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
         // P = 0 times tile 0's V (landed, finite): no branch around wgmma
         // (ptxas serializes every wgmma of a kernel that has one).
-        IssueTileProducts<T>(s, qf, k_desc0, stage.index * kStageUnits, o, pa, v_desc0, prev.index * kStageUnits);
+        // The stage offsets through a shuffle: warp-uniform to ptxas as well.
+        const uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
+        const uint32_t v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
+        IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
         if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
         // S retired, then the softmax while P . V of tile t - 1 still runs;
         // V of tile t - 1 goes back after it (PERF_NOTES session 10).

@@ -151,8 +151,9 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
     qrow[r] = p.entry_query[entry[r]];
     limit[r] = valid[r] ? min(p.entry_kv_limit[entry[r]], it.kv_end) : 0;
   }
-  // Warpgroup-uniform: a warpgroup without rows issues no wgmma.
-  const bool group_active = (warp / 4) * 64 < it.row_count;
+  // Warpgroup-uniform: a warpgroup without rows issues no wgmma. A vote makes
+  // it uniform to ptxas too (the descriptors under it stay in uniform registers).
+  const bool group_active = __all_sync(0xffffffffu, (warp / 4) * 64 < it.row_count);
 
   T* tiles = reinterpret_cast<T*>(smem);
   const int num_tiles = NumKvTiles(it);
@@ -231,7 +232,10 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
       float s[32];
       // P . V of tile t - 1 runs while this tile's softmax does. For t = 0 it
       // adds P = 0 times tile 0's V (landed, finite): no branch around wgmma.
-      IssueTileProducts<T>(s, qf, k_desc0, read_stage * kStageUnits, o, pa, v_desc0, prev_stage * kStageUnits);
+      // The stage offsets through a shuffle: warp-uniform to ptxas as well.
+      const uint32_t k_units = __shfl_sync(0xffffffffu, read_stage * kStageUnits, 0);
+      const uint32_t v_units = __shfl_sync(0xffffffffu, prev_stage * kStageUnits, 0);
+      IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
       WgmmaWait<1>();  // S of tile t
       FenceRegs(s);
 
@@ -245,8 +249,9 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
     prev_stage = read_stage;
     read_stage = read_stage + 1 == kStagesN ? 0 : read_stage + 1;
   }
+  const uint32_t last_v_units = __shfl_sync(0xffffffffu, prev_stage * kStageUnits, 0);
   if (group_active && num_tiles > 0) {  // P . V of the last tile
-    LastTileProduct<T>(o, pa, v_desc0, prev_stage * kStageUnits);
+    LastTileProduct<T>(o, pa, v_desc0, last_v_units);
   }
   pipe.stage0 = (stage0 + num_tiles) % kStagesN;
   pipe.preloaded = next_pre;
