@@ -50,6 +50,7 @@
 #define BANYAN_ATTENTION_KERNELS_TREE_TMA_CUH_
 
 #include <climits>
+#include <type_traits>
 
 #include "attention/kernels/light.cuh"
 #include "attention/kernels/merge.cuh"
@@ -138,6 +139,8 @@ struct TmaItemMeta {
   int32_t entry[kTileRows];
   int32_t head[kTileRows];
   int32_t limit[kTileRows];  // min(entry_kv_limit, kv_end)
+  int32_t min_limit;         // the least limit of the item's rows
+  int32_t unused[3];
 };
 
 // Shared-memory layout of PersistentTmaKernel (from a 1024-byte aligned base).
@@ -254,8 +257,17 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
     MbarrierWait(L::ItemEmpty(smem, buf.index), buf.phase ^ 1u);
     TmaItemMeta* meta = L::Meta(smem, buf.index);
     uint64_t* item_full = L::ItemFull(smem, buf.index);
+    int32_t min_limit = INT_MAX;  // TmaConsume's unmasked loop at D 128
+    if constexpr (D == 128) {
+#pragma unroll
+      for (int k = 0; k < kRowsPerLane; ++k) {
+        if (lane + 32 * k < it.row_count) min_limit = min(min_limit, min(kv_limit[k], it.kv_end));
+      }
+      min_limit = __reduce_min_sync(0xffffffffu, min_limit);
+    }
     if (lane == 0) {
       meta->item = it;
+      meta->min_limit = min_limit;
       if constexpr (!kTmaQByLanes<D>) MbarrierExpectTx(item_full, static_cast<uint32_t>(it.row_count) * D * sizeof(T));
     }
     __syncwarp();
@@ -424,6 +436,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     ItemTraceBegin(p, ct == 0);
     const TmaItemMeta* meta = L::Meta(smem, buf.index);
     const WorkItem it = meta->item;
+    const int32_t item_limit = meta->min_limit;
     const int group = cwarp / 4;
     const bool small = split_small && it.row_count <= 64;
     const int row_warp = small ? cwarp % 4 : cwarp;  // this warp's 16 rows of the item
@@ -501,39 +514,99 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       __syncwarp();
       if (lane == 0) MbarrierArrive(L::Empty(smem, plane, index));
     };
-    for (int t = 0; t < tiles.count; ++t) {
-      MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
-      land_v(stage, t);
-      if (group_active) {
-        const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
-        float s[32];
-        if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
-        // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
-        // P = 0 times tile 0's V (landed, finite): no branch around wgmma
-        // (ptxas serializes every wgmma of a kernel that has one).
-        // The stage offsets through a shuffle: warp-uniform to ptxas as well.
-        const uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
-        const uint32_t v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
-        IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
-        if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
-        // S retired, then the softmax while P . V of tile t - 1 still runs;
-        // V of tile t - 1 goes back after it (PERF_NOTES session 10).
-        WgmmaWait<1>();
-        FenceRegs(s);
-        release(0, stage.index);
-        float factor[2];
-        SoftmaxTile64(s, tok0, tok0 < it.kv_begin || tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m,
-                      l, factor);
-        WgmmaWait<0>();
-        FenceRegs(o);
-        if (t > 0) release(1, prev.index);
-        RescaleAndPackP<T>(o, factor, s, pa);
-      } else {  // no math: done with the tiles at once
-        release(0, stage.index);
-        if (t > 0) release(1, prev.index);
+    // The tiles. At D 128, tiles inside every row's tokens run unmasked in a
+    // loop of their own (item-uniform bounds): mask-free code there lets
+    // ptxas sink the wait for P . V into the softmax, 5-6% faster on the
+    // headline. At D 64 the same split ran up to 13% slower: one loop, each
+    // tile masked where its rows need it (PERF_NOTES session 20).
+    if constexpr (D == 128) {
+      // Tile t; kMask: scores outside the rows' tokens masked (edge tiles).
+      auto tile = [&](int t, auto mask_tag) {
+        constexpr bool kMask = decltype(mask_tag)::value;
+        MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
+        land_v(stage, t);
+        if (group_active) {
+          const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
+          float s[32];
+          if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
+          // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
+          // P = 0 times tile 0's V (landed, finite): no branch around wgmma
+          // (ptxas serializes every wgmma of a kernel that has one).
+          // The stage offsets through a shuffle: warp-uniform to ptxas as well.
+          const uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
+          const uint32_t v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
+          IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
+          if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
+          // S retired, then the softmax while P . V of tile t - 1 still runs;
+          // V of tile t - 1 goes back after it (PERF_NOTES session 10).
+          WgmmaWait<1>();
+          FenceRegs(s);
+          release(0, stage.index);
+          float factor[2];
+          SoftmaxTile64(s, tok0, kMask && (tok0 < it.kv_begin || tok0 + kKvTile > full_limit), it.kv_begin, limit, tq,
+                        scale, m, l, factor);
+          WgmmaWait<0>();
+          FenceRegs(o);
+          if (t > 0) release(1, prev.index);
+          RescaleAndPackP<T>(o, factor, s, pa);
+        } else {  // no math: done with the tiles at once
+          release(0, stage.index);
+          if (t > 0) release(1, prev.index);
+        }
+        prev = stage;
+        stage.Advance();
+      };
+      const int32_t tok_base = tiles.base0 - it.first_slot;  // tile 0's first token
+      const int lead = tok_base < it.kv_begin ? 1 : 0;       // tile 0 starts before the item's tokens
+      const int mid_end =
+          max(lead, min(tiles.count, item_limit >= tok_base + kKvTile ? (item_limit - tok_base) / kKvTile : 0));
+      for (int t = 0; t < tiles.count;) {
+        if (t >= lead && t < mid_end) {
+          for (; t < mid_end; ++t) tile(t, std::false_type{});
+        } else {
+          tile(t, std::true_type{});
+          ++t;
+        }
       }
-      prev = stage;
-      stage.Advance();
+    } else {
+      // D 64: the loop written out, not through `tile` (through the lambda
+      // ptxas gave the D 64 kernel 8 more convergence regions and the tile-bound
+      // rows ran up to 13% slower; PERF_NOTES session 20).
+      (void)item_limit;
+      for (int t = 0; t < tiles.count; ++t) {
+        MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
+        land_v(stage, t);
+        if (group_active) {
+          const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
+          float s[32];
+          if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
+          // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
+          // P = 0 times tile 0's V (landed, finite): no branch around wgmma
+          // (ptxas serializes every wgmma of a kernel that has one).
+          // The stage offsets through a shuffle: warp-uniform to ptxas as well.
+          const uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
+          const uint32_t v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
+          IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
+          if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
+          // S retired, then the softmax while P . V of tile t - 1 still runs;
+          // V of tile t - 1 goes back after it (PERF_NOTES session 10).
+          WgmmaWait<1>();
+          FenceRegs(s);
+          release(0, stage.index);
+          float factor[2];
+          SoftmaxTile64(s, tok0, tok0 < it.kv_begin || tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m, l,
+                        factor);
+          WgmmaWait<0>();
+          FenceRegs(o);
+          if (t > 0) release(1, prev.index);
+          RescaleAndPackP<T>(o, factor, s, pa);
+        } else {  // no math: done with the tiles at once
+          release(0, stage.index);
+          if (t > 0) release(1, prev.index);
+        }
+        prev = stage;
+        stage.Advance();
+      }
     }
     if (pp && group == 0) NamedBarrierSync(2, kTmaConsumerThreads);  // warpgroup 1's last turn
     if (tiles.count > 0) {  // P . V of the last tile
