@@ -45,6 +45,25 @@ inline constexpr int32_t kKvTile = 64;     // tokens per shared-memory KV tile (
 // and equal elsewhere, 64 1.3x slower there (PERF_NOTES.md, run S2-1).
 inline constexpr int32_t kMinChunk = 128;
 
+// The TMA kernel's KV tiles of an item (kernels/params.cuh TmaTiles): 64 slot
+// positions each, from the 64-aligned position holding the item's first token
+// (first_slot + kv_begin). Tiles [lead, end) hold only tokens in
+// [kv_begin, limit), where limit is the least kv limit of the item's rows: no
+// row needs their scores masked. Every other tile of the item is an edge tile.
+// REQUIRES: limit <= kv_end (the kernel's row limits are clamped to kv_end).
+// lead <= end <= max(tile_count, lead); constexpr so that device code calls it too.
+struct UnmaskedTiles {
+  int32_t lead;
+  int32_t end;
+};
+constexpr UnmaskedTiles UnmaskedTileSpan(int32_t first_slot, int32_t kv_begin, int32_t tile_count, int32_t limit) {
+  const int32_t tok_base = ((first_slot + kv_begin) & ~(kKvTile - 1)) - first_slot;  // tile 0's first token
+  const int32_t lead = tok_base < kv_begin ? 1 : 0;  // tile 0 starts before the item's tokens
+  const int32_t inside = limit >= tok_base + kKvTile ? (limit - tok_base) / kKvTile : 0;
+  const int32_t end = inside < tile_count ? inside : tile_count;
+  return {lead, end > lead ? end : lead};
+}
+
 enum class ItemKind : int32_t { kBatched = 0, kFlattened = 1 };
 // kAuto: the cost model picks per segment between shared tiles (kBatched) and
 // per-entry tiles (kPerSequence; SIMT kFlattened items for fp32 KV).

@@ -446,6 +446,43 @@ TEST(WorkPlanTilesTest, BatchedTilesPerCtaCountsTheTilesItemsRead) {
   EXPECT_EQ(BatchedTilesPerCta(WorkPlan{}), 0.0);
 }
 
+// UnmaskedTileSpan against every tile checked one by one: tile t (64 slots
+// from the 64-aligned slot of the item's first token) needs no mask exactly
+// when its tokens lie in [kv_begin, limit); the span must be exactly those
+// tiles, over first slots inside and on tile edges, empty items, limits below
+// kv_begin and limits inside the last tile.
+TEST(WorkPlanTilesTest, UnmaskedTileSpanIsExactlyTheTilesNoRowMasks) {
+  static_assert(UnmaskedTileSpan(0, 0, 2, 128).lead == 0 && UnmaskedTileSpan(0, 0, 2, 128).end == 2);
+  int64_t spans = 0, unmasked_tiles = 0;
+  for (int32_t first_slot = 0; first_slot < 3 * kKvTile; first_slot += 5) {
+    for (int32_t kv_begin = 0; kv_begin < 2 * kKvTile + 9; kv_begin += 7) {
+      for (int32_t length = 0; length < 5 * kKvTile; length += 11) {
+        const int32_t kv_end = kv_begin + length;
+        // As TmaTiles counts them.
+        const int32_t pos_begin = first_slot + kv_begin, pos_end = first_slot + kv_end;
+        const int32_t base0 = pos_begin & ~(kKvTile - 1);
+        const int32_t count = pos_end > pos_begin ? (pos_end - base0 + kKvTile - 1) / kKvTile : 0;
+        for (int32_t limit = 0; limit <= kv_end; limit += 3) {
+          const UnmaskedTiles span = UnmaskedTileSpan(first_slot, kv_begin, count, limit);
+          ASSERT_LE(0, span.lead);
+          ASSERT_LE(span.lead, span.end);
+          ASSERT_LE(span.end, std::max(count, span.lead));
+          for (int32_t t = 0; t < count; ++t) {
+            const int32_t tok0 = base0 - first_slot + t * kKvTile;
+            const bool no_mask = tok0 >= kv_begin && tok0 + kKvTile <= limit;
+            ASSERT_EQ(no_mask, t >= span.lead && t < span.end)
+                << "first_slot " << first_slot << " kv [" << kv_begin << ", " << kv_end << ") limit " << limit
+                << " tile " << t;
+            unmasked_tiles += no_mask;
+          }
+          ++spans;
+        }
+      }
+    }
+  }
+  EXPECT_GT(unmasked_tiles, spans / 4);  // the grid reaches long unmasked runs, not only edges
+}
+
 // Every field of two work plans, item bytes included.
 void ExpectSamePlan(const WorkPlan& a, const WorkPlan& b) {
   ASSERT_EQ(a.items.size(), b.items.size());

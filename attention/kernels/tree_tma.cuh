@@ -556,13 +556,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         prev = stage;
         stage.Advance();
       };
-      const int32_t tok_base = tiles.base0 - it.first_slot;  // tile 0's first token
-      const int lead = tok_base < it.kv_begin ? 1 : 0;       // tile 0 starts before the item's tokens
-      const int mid_end =
-          max(lead, min(tiles.count, item_limit >= tok_base + kKvTile ? (item_limit - tok_base) / kKvTile : 0));
+      const UnmaskedTiles inside = UnmaskedTileSpan(it.first_slot, it.kv_begin, tiles.count, item_limit);
       for (int t = 0; t < tiles.count;) {
-        if (t >= lead && t < mid_end) {
-          for (; t < mid_end; ++t) tile(t, std::false_type{});
+        if (t >= inside.lead && t < inside.end) {
+          for (; t < inside.end; ++t) tile(t, std::false_type{});
         } else {
           tile(t, std::true_type{});
           ++t;
