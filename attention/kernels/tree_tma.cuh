@@ -514,48 +514,52 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       __syncwarp();
       if (lane == 0) MbarrierArrive(L::Empty(smem, plane, index));
     };
+    // Tile t; kMask: scores outside the rows' tokens masked (edge tiles).
+    // always_inline: inlined late (a plain lambda), the D 64 kernel got 8 more
+    // convergence regions from ptxas and its tile-bound rows ran up to 13%
+    // slower; with the attribute both kernels' SASS equals the loop written
+    // out (PERF_NOTES session 20).
+    auto tile = [&](int t, auto mask_tag) __attribute__((always_inline)) {
+      constexpr bool kMask = decltype(mask_tag)::value;
+      MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
+      land_v(stage, t);
+      if (group_active) {
+        const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
+        float s[32];
+        if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
+        // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
+        // P = 0 times tile 0's V (landed, finite): no branch around wgmma
+        // (ptxas serializes every wgmma of a kernel that has one).
+        // The stage offsets through a shuffle: warp-uniform to ptxas as well.
+        const uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
+        const uint32_t v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
+        IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
+        if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
+        // S retired, then the softmax while P . V of tile t - 1 still runs;
+        // V of tile t - 1 goes back after it (PERF_NOTES session 10).
+        WgmmaWait<1>();
+        FenceRegs(s);
+        release(0, stage.index);
+        float factor[2];
+        SoftmaxTile64(s, tok0, kMask && (tok0 < it.kv_begin || tok0 + kKvTile > full_limit), it.kv_begin, limit, tq,
+                      scale, m, l, factor);
+        WgmmaWait<0>();
+        FenceRegs(o);
+        if (t > 0) release(1, prev.index);
+        RescaleAndPackP<T>(o, factor, s, pa);
+      } else {  // no math: done with the tiles at once
+        release(0, stage.index);
+        if (t > 0) release(1, prev.index);
+      }
+      prev = stage;
+      stage.Advance();
+    };
     // The tiles. At D 128, tiles inside every row's tokens run unmasked in a
     // loop of their own (item-uniform bounds): mask-free code there lets
     // ptxas sink the wait for P . V into the softmax, 5-6% faster on the
     // headline. At D 64 the same split ran up to 13% slower: one loop, each
     // tile masked where its rows need it (PERF_NOTES session 20).
     if constexpr (D == 128) {
-      // Tile t; kMask: scores outside the rows' tokens masked (edge tiles).
-      auto tile = [&](int t, auto mask_tag) {
-        constexpr bool kMask = decltype(mask_tag)::value;
-        MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
-        land_v(stage, t);
-        if (group_active) {
-          const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
-          float s[32];
-          if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
-          // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
-          // P = 0 times tile 0's V (landed, finite): no branch around wgmma
-          // (ptxas serializes every wgmma of a kernel that has one).
-          // The stage offsets through a shuffle: warp-uniform to ptxas as well.
-          const uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
-          const uint32_t v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
-          IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
-          if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
-          // S retired, then the softmax while P . V of tile t - 1 still runs;
-          // V of tile t - 1 goes back after it (PERF_NOTES session 10).
-          WgmmaWait<1>();
-          FenceRegs(s);
-          release(0, stage.index);
-          float factor[2];
-          SoftmaxTile64(s, tok0, kMask && (tok0 < it.kv_begin || tok0 + kKvTile > full_limit), it.kv_begin, limit, tq,
-                        scale, m, l, factor);
-          WgmmaWait<0>();
-          FenceRegs(o);
-          if (t > 0) release(1, prev.index);
-          RescaleAndPackP<T>(o, factor, s, pa);
-        } else {  // no math: done with the tiles at once
-          release(0, stage.index);
-          if (t > 0) release(1, prev.index);
-        }
-        prev = stage;
-        stage.Advance();
-      };
       const UnmaskedTiles inside = UnmaskedTileSpan(it.first_slot, it.kv_begin, tiles.count, item_limit);
       for (int t = 0; t < tiles.count;) {
         if (t >= inside.lead && t < inside.end) {
@@ -566,44 +570,8 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         }
       }
     } else {
-      // D 64: the loop written out, not through `tile` (through the lambda
-      // ptxas gave the D 64 kernel 8 more convergence regions and the tile-bound
-      // rows ran up to 13% slower; PERF_NOTES session 20).
       (void)item_limit;
-      for (int t = 0; t < tiles.count; ++t) {
-        MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
-        land_v(stage, t);
-        if (group_active) {
-          const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
-          float s[32];
-          if (pp) NamedBarrierSync(2 + group, kTmaConsumerThreads);
-          // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
-          // P = 0 times tile 0's V (landed, finite): no branch around wgmma
-          // (ptxas serializes every wgmma of a kernel that has one).
-          // The stage offsets through a shuffle: warp-uniform to ptxas as well.
-          const uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
-          const uint32_t v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
-          IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
-          if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
-          // S retired, then the softmax while P . V of tile t - 1 still runs;
-          // V of tile t - 1 goes back after it (PERF_NOTES session 10).
-          WgmmaWait<1>();
-          FenceRegs(s);
-          release(0, stage.index);
-          float factor[2];
-          SoftmaxTile64(s, tok0, tok0 < it.kv_begin || tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m, l,
-                        factor);
-          WgmmaWait<0>();
-          FenceRegs(o);
-          if (t > 0) release(1, prev.index);
-          RescaleAndPackP<T>(o, factor, s, pa);
-        } else {  // no math: done with the tiles at once
-          release(0, stage.index);
-          if (t > 0) release(1, prev.index);
-        }
-        prev = stage;
-        stage.Advance();
-      }
+      for (int t = 0; t < tiles.count; ++t) tile(t, std::true_type{});
     }
     if (pp && group == 0) NamedBarrierSync(2, kTmaConsumerThreads);  // warpgroup 1's last turn
     if (tiles.count > 0) {  // P . V of the last tile
