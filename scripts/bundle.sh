@@ -27,19 +27,9 @@ if [ -z "${BANYAN_BUNDLE_ALL:-}" ]; then
     case "$keep" in *" $(basename "$bin") "*) ;; *) rm -f "$bin" ;; esac
   done
 fi
-mkdir -p "$OUT/lib"
-# Copy every shared library the binaries need that is neither glibc/libstdc++ nor CUDA's
-# own (the device machine has those, in matching versions).
-for bin in "$OUT"/bin/*; do
-  [ -x "$bin" ] && file "$bin" | grep -q ELF || continue
-  ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|libgcc_s.so*|libstdc++.so*|ld-linux*) ;;
-      libcuda.so*|libcublas*|libcublasLt*|libnccl*|libcudart*) ;;
-      *) [ -e "$OUT/lib/$(basename "$lib")" ] || cp -L "$lib" "$OUT/lib/" ;;
-    esac
-  done
-done
+# Every shared library the binaries need that the device machine does not have itself.
+source scripts/runtime_libs.sh
+copy_runtime_libs "$OUT/lib" "$OUT"/bin/*
 # Record what the bundle was built from.
 git rev-parse HEAD > "$OUT/share/banyan/commit.txt" 2>/dev/null || true
 du -sh "$OUT" | awk '{print "[bundle] " $1 " in '"$OUT"'"}'

@@ -30,20 +30,14 @@ fi
 ninja -C "$BUILD" "${targets[@]}"
 out=.device/$name
 rm -rf "$out" "$out.txz"
-mkdir -p "$out/bin" .device/lib
+mkdir -p "$out/bin"
 for t in "${targets[@]}"; do
   bin=$(find "$BUILD" -type f -name "$t" -perm -u+x | head -1)
   [ -n "$bin" ] || { echo "no binary for target $t" >&2; exit 1; }
   strip -o "$out/bin/$t" "$bin"
-  # glibc, libstdc++ and CUDA's own libraries come from the device machine.
-  ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|libgcc_s.so*|libstdc++.so*|ld-linux*) ;;
-      libcuda.so*|libcublas*|libnccl*|libcudart*) ;;
-      *) cp -L "$lib" .device/lib/ ;;
-    esac
-  done
 done
+source scripts/runtime_libs.sh
+copy_runtime_libs .device/lib "$out"/bin/*
 git rev-parse HEAD > "$out/commit.txt" 2>/dev/null || true
 git diff --stat > "$out/diff_stat.txt" 2>/dev/null || true
 tar -C .device -cf - "$name" | xz -T0 -6 > "$out.txz"
