@@ -140,7 +140,7 @@ struct TmaItemMeta {
   int32_t head[kTileRows];
   int32_t limit[kTileRows];  // min(entry_kv_limit, kv_end)
   int32_t min_limit;         // the least limit of the item's rows
-  int32_t unused[3];
+  int32_t unused[3];         // sizeof stays a multiple of 16 (static_assert below)
 };
 
 // Shared-memory layout of PersistentTmaKernel (from a 1024-byte aligned base).
