@@ -177,7 +177,12 @@ INSTANTIATE_TEST_SUITE_P(
         // One token per row (one level of one-token leaves): the gather path.
         GpuCase{1, 300, 1, 8, 32, 64, kB, kB, kB, false, PathChoice::kAuto, 16},
         GpuCase{1, 70, 1, 2, 8, 128, kH, kH, kF, false, PathChoice::kAuto, 8},
-        GpuCase{1, 33, 1, 1, 4, 64, kF, kF, kF, false, PathChoice::kAuto, 16}));
+        GpuCase{1, 33, 1, 1, 4, 64, kF, kF, kF, false, PathChoice::kAuto, 16},
+        // D 64, 16-bit KV, pages of 8, 32 and 128 slots: the TMA kernel's page boxes at each (light warps and
+        // heavy tiles: eight 8-slot boxes, two 32-slot boxes, 64 slots inside a 128-slot page).
+        GpuCase{3, 120, 160, 2, 8, 64, kB, kB, kF, false, PathChoice::kAuto, 8},
+        GpuCase{2, 90, 200, 2, 8, 64, kB, kB, kF, false, PathChoice::kAuto, 32},
+        GpuCase{3, 60, 300, 1, 4, 64, kH, kH, kF, false, PathChoice::kAuto, 128}));
 
 // The decode loops' trees: the engine's shape (one 1,200-token prefix, 96
 // leaves; h32/8, D 64) and a 3-level one (h8/2, D 128).
