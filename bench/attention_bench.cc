@@ -377,8 +377,11 @@ std::vector<Shape> Shapes() {
     }
     // Three levels: 2048 shared by all; 8 problems of 512 shared by 128 samples; 256 suffix.
     shapes.push_back({absl::StrFormat("h%d/%d 3lvl 2048/8x512/128x256", hq, hkv), hq, hkv, {1, 8, 128}, {2048, 512, 256}});
-    // The same tree treated as two levels (the problem's 512 tokens copied into every sample).
+    // The same tree treated as two levels, both ways: the problem's 512 tokens copied into every sample
+    // (2048 | 1024 x 768), and the shared 2048 copied into every problem (8 x 2560 | 128 x 256 each: the
+    // two-level view of the peers' hydragen_2level and fi_cascade_2level runs).
     shapes.push_back({absl::StrFormat("h%d/%d as2lvl 2048/1024x768", hq, hkv), hq, hkv, {1, 1024}, {2048, 768}});
+    shapes.push_back({absl::StrFormat("h%d/%d as2lvl 8x2560/128x256", hq, hkv), hq, hkv, {8, 128}, {2560, 256}});
   }
   // The engine's decode step (bench/engine_bench.cc's model: 32/8 heads of 64), not an issue shape:
   // 256 branches over 2K (suffixes there grow from 1 to 128 tokens: S8 and S120 are the
