@@ -374,16 +374,17 @@ __device__ __forceinline__ void TmaProduceKv(const TreeParams& p, const CUtensor
           }
         }
       } else {
-        for (int b = 0; b < boxes_per_tile; ++b) {
-          const int32_t page = __shfl_sync(0xffffffffu, cur, (k0 + b) % 32);
-          if (lane == 0 && page >= 0) {
+        // One page box per lane: lane b issues box b's copies (from one lane, the tile's 8-16 copies went out
+        // one after another).
+        __syncwarp();  // the bytes are announced before any box can land
+        const int32_t page = __shfl_sync(0xffffffffu, cur, (k0 + lane) % 32);
+        if (lane < boxes_per_tile && page >= 0) {
 #pragma unroll
-            for (int blk = 0; blk < D / 64; ++blk) {
+          for (int blk = 0; blk < D / 64; ++blk) {
 #pragma unroll
-              for (int pl = kFirst; pl <= kLast; ++pl) {
-                TmaLoad5d(L::Stage(smem, stage.index) + pl * L::kTileBytes + blk * (kKvTile * 128) + b * box_bytes,
-                          single, 0, slot0, (pl == 0 ? k_page0 : v_page0) + page, it.kv_head, blk, full);
-              }
+            for (int pl = kFirst; pl <= kLast; ++pl) {
+              TmaLoad5d(L::Stage(smem, stage.index) + pl * L::kTileBytes + blk * (kKvTile * 128) + lane * box_bytes,
+                        single, 0, slot0, (pl == 0 ? k_page0 : v_page0) + page, it.kv_head, blk, full);
             }
           }
         }
