@@ -8,7 +8,10 @@ Columns: each attention_bench column (benchmark names attn/<column>/<shape>; med
 the floor from the peers run's measured ceilings (same machine and run; the bench's own floor with
 fixed ceilings where the peers run lacks the shape), then ratios of the default column (`tree`):
 x floor, baseline (perseq) / tree, and each peer / tree (Hydragen as published, CUDA graph; SDPA
-per sequence; FlashInfer's cascade). A ratio above 1 means ours is faster.
+per sequence; FlashInfer's cascade). A ratio above 1 means ours is faster. The peers' two-level runs
+(hydragen_2level, fi_cascade_2level) pair with our `as2lvl 8x2560/128x256` row, the same tree; our other
+two-level view (`as2lvl 2048/1024x768`) has no peer run. The last lines give three levels against each
+two-level view.
 """
 import json
 import re
