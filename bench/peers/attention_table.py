@@ -93,10 +93,9 @@ def main():
               f"bf16 GEMM {ceil['gemm_TFLOPs']:.0f} TFLOP/s.")
     for h in ("h8/1", "h32/8"):
         three = next((ours[s].get("tree") for s in order if s.startswith(h + " 3lvl")), None)
-        for s in order:
-            two = ours[s].get("tree") if s.startswith(h + " as2lvl ") else None
-            if three and two:
-                view = s[len(h + " as2lvl "):]
+        views = [(s[len(h + " as2lvl "):], ours[s].get("tree")) for s in order if s.startswith(h + " as2lvl ")]
+        for view, two in views if three else []:
+            if two:
                 print(f"{h}: the tree as two levels ({view}) / three levels = {two:.1f} / {three:.1f} = "
                       f"{two / three:.2f}x")
     return 0
