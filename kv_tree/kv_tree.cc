@@ -16,6 +16,9 @@ namespace {
 
 constexpr int64_t kMaxLength = std::numeric_limits<int32_t>::max();
 constexpr int32_t kMaxFork = 1 << 20;
+// Tokens of a run of consecutive page ids that the attention kernels load as one box: the TMA kernel's KV tile
+// (attention/work_plan.h kKvTile). KvTree does not depend on attention; the number is the shared fact.
+constexpr int32_t kRunTokens = 64;
 
 uint32_t NextGeneration(uint32_t g) { return g == std::numeric_limits<uint32_t>::max() ? 1 : g + 1; }
 
@@ -325,11 +328,15 @@ void KvTree::WriteTokens(uint32_t index, absl::Span<const int32_t> tokens, int32
   // append (quadratic in its length).
   const size_t needed = node.tokens.size() + tokens.size();
   if (needed > node.tokens.capacity()) node.tokens.reserve(std::max(needed, 2 * node.tokens.capacity()));
+  // Pages in runs of consecutive ids (PagePool::Allocate): each new page right after the node's last where that
+  // is free; a write of at least kRunTokens tokens (a prefill, not a decode step) starts a new run at a free
+  // aligned run of the pages that many tokens take.
+  const int32_t run = static_cast<int64_t>(tokens.size()) >= kRunTokens ? std::max(1, kRunTokens / page_size_) : 1;
   for (int32_t token : tokens) {
     const int64_t pos = node.first_slot + static_cast<int64_t>(node.tokens.size());
     const int32_t slot = static_cast<int32_t>(pos % page_size_);
     if (pos / page_size_ == static_cast<int64_t>(node.pages.size())) {
-      const int32_t page = pool_.Allocate();
+      const int32_t page = pool_.Allocate(node.pages.empty() ? -1 : node.pages.back(), run);
       BANYAN_CHECK(page >= 0) << "page reservation broken";
       node.pages.push_back(page);
     }

@@ -116,6 +116,111 @@ TEST(PagePoolTest, AllocateRefAndFree) {
   (void)c;
 }
 
+TEST(PagePoolTest, PlacesPagesInRunsOfConsecutiveIds) {
+  PagePool pool(200);
+  for (int32_t p = 0; p < 8; ++p) EXPECT_EQ(pool.Allocate(), p);  // a fresh pool: 0, 1, 2, ...
+  // Free 2, 5, 6, 7 and every page from 100 on stays free: after 4 comes 5 (its neighbour), after 0 comes the
+  // lowest free page (1 is taken), a run of 4 starts at the lowest aligned free quad.
+  pool.Unref(2);
+  pool.Unref(5);
+  pool.Unref(6);
+  pool.Unref(7);
+  EXPECT_EQ(pool.Allocate(/*after=*/4), 5);
+  EXPECT_EQ(pool.Allocate(/*after=*/0), 2);
+  EXPECT_EQ(pool.Allocate(/*after=*/-1, /*run=*/4), 8);  // 6, 7 are free but not an aligned run of 4
+  EXPECT_EQ(pool.Allocate(/*after=*/8, /*run=*/4), 9);
+  EXPECT_EQ(pool.Allocate(/*after=*/-1, /*run=*/2), 6);  // 6, 7: an aligned pair
+  EXPECT_EQ(pool.Allocate(/*after=*/199), 7);            // past the end: the lowest free page
+  std::vector<int32_t> refs(200, 0);
+  for (int32_t p = 0; p < 10; ++p) refs[p] = 1;
+  EXPECT_EQ(pool.Check(refs), "");
+  // Take every page, give back 150 and the quad 180-183: no run of 8 then, a run of 4, and pairs by alignment.
+  std::vector<int32_t> taken;
+  while (pool.num_free() > 0) taken.push_back(pool.Allocate());
+  for (int32_t p : taken) {
+    if (p == 150 || (p >= 180 && p < 184)) pool.Unref(p);
+  }
+  for (int32_t p : taken) refs[p] = p == 150 || (p >= 180 && p < 184) ? 0 : 1;
+  ASSERT_EQ(pool.Check(refs), "");
+  EXPECT_EQ(pool.Allocate(-1, 8), 150);  // no run of 8: the lowest free page
+  EXPECT_EQ(pool.Allocate(-1, 4), 180);
+  EXPECT_EQ(pool.Allocate(-1, 2), 182);  // 181 is free but its pair starts at 180 (taken)
+  EXPECT_EQ(pool.Allocate(), 181);
+  EXPECT_EQ(pool.Allocate(-1, 2), 183);  // no pair left: the lowest free page
+  EXPECT_EQ(pool.Allocate(), -1);
+}
+
+TEST(PagePoolTest, RandomAllocationsFollowThePlacementRule) {
+  Rng rng(99);
+  for (int32_t size : {1, 63, 64, 65, 300}) {
+    PagePool pool(size);
+    std::vector<int32_t> refs(size, 0);
+    for (int step = 0; step < 4000; ++step) {
+      if (rng.UniformInt(2) == 0 && pool.num_used() > 0) {  // free a random used page
+        int32_t p = static_cast<int32_t>(rng.UniformInt(size));
+        while (refs[p] == 0) p = (p + 1) % size;
+        pool.Unref(p);
+        --refs[p];
+        continue;
+      }
+      const int32_t after = static_cast<int32_t>(rng.UniformInt(size + 1)) - 1;
+      const int32_t run = 1 << rng.UniformInt(4);  // 1, 2, 4, 8
+      // The rule, by brute force over a copy of the free set.
+      int32_t want = -1;
+      if (pool.num_free() > 0) {
+        if (after >= 0 && after + 1 < size && refs[after + 1] == 0) want = after + 1;
+        for (int32_t p = 0; want < 0 && run >= 2 && p + run <= size; p += run) {
+          bool all = true;
+          for (int32_t q = p; q < p + run; ++q) all = all && refs[q] == 0;
+          if (all) want = p;
+        }
+        for (int32_t p = 0; want < 0 && p < size; ++p) {
+          if (refs[p] == 0) want = p;
+        }
+      }
+      const int32_t got = pool.Allocate(after, run);
+      ASSERT_EQ(got, want) << "size " << size << " step " << step << " after " << after << " run " << run;
+      if (got >= 0) ++refs[got];
+    }
+    EXPECT_EQ(pool.Check(refs), "");
+  }
+}
+
+// Branches that decoded side by side hold interleaved pages; once they are evicted, a new long prompt still
+// gets one run of consecutive page ids per 64-token tile (the TMA kernel's one-box tile, PagePool::Allocate),
+// where a free-list pool would hand the freed pages back in the order they were freed.
+TEST_F(KvTreeTest, LongPromptsGetRunsOfConsecutivePagesAfterChurn) {
+  Make(16, 64);
+  BANYAN_ASSERT_OK_AND_ASSIGN(Extension root, tree_->Insert(ns_, Range(0, 40)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<Branch> leaves, tree_->Fork(root.branch, 8));
+  std::vector<std::vector<int32_t>> leaf_pages(leaves.size());
+  for (int32_t step = 0; step < 60; ++step) {
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      BANYAN_ASSERT_OK_AND_ASSIGN(Extension e, tree_->Append(leaves[i], {1000 + static_cast<int32_t>(i) * 100 + step}));
+      for (const KvSlot& slot : e.write_slots) {
+        if (leaf_pages[i].empty() || leaf_pages[i].back() != slot.page) leaf_pages[i].push_back(slot.page);
+      }
+    }
+  }
+  // The decode interleaved the leaves' pages: no leaf's pages are consecutive.
+  for (const std::vector<int32_t>& pages : leaf_pages) {
+    ASSERT_GE(pages.size(), 3u);
+    EXPECT_NE(pages[2], pages[1] + 1);
+  }
+  for (const Branch& b : leaves) BANYAN_ASSERT_OK(tree_->Release(b));
+  BANYAN_ASSERT_OK(tree_->Release(root.branch));
+  // 60 of the 64 pages: the cached leaves are all evicted and their interleaved pages reused.
+  const int32_t free_before = tree_->Stats().pages_free;
+  BANYAN_ASSERT_OK_AND_ASSIGN(Extension prompt, tree_->Insert(ns_, Range(5000, 5960)));
+  ASSERT_LT(free_before, 30);
+  ASSERT_EQ(prompt.write_slots.size(), 960u);
+  for (int32_t tile = 0; tile < 15; ++tile) {
+    const int32_t first = prompt.write_slots[tile * 64].page;
+    for (int32_t k = 1; k < 4; ++k) EXPECT_EQ(prompt.write_slots[tile * 64 + k * 16].page, first + k) << tile;
+  }
+  Check();
+}
+
 TEST_F(KvTreeTest, InsertReusesCachedPrefixAndSplits) {
   Make(4, 32);
   BANYAN_ASSERT_OK_AND_ASSIGN(Extension a, tree_->Insert(ns_, Range(0, 10)));

@@ -1,28 +1,79 @@
 #include "kv_tree/page_pool.h"
 
+#include <bit>
+
 #include "absl/strings/str_cat.h"
 
 namespace banyan::kv_tree {
+namespace {
 
-PagePool::PagePool(int32_t num_pages) : ref_(num_pages, 0), filled_(num_pages, 0) {
-  free_.reserve(num_pages);
-  // Hand out low page ids first (pop from the back).
-  for (int32_t p = num_pages - 1; p >= 0; --p) free_.push_back(p);
+// Bits at the multiples of `run` (a power of two <= 64) in a 64-bit word.
+uint64_t RunStarts(int32_t run) {
+  uint64_t mask = 0;
+  for (int32_t i = 0; i < 64; i += run) mask |= uint64_t{1} << i;
+  return mask;
+}
+
+}  // namespace
+
+PagePool::PagePool(int32_t num_pages)
+    : ref_(num_pages, 0), filled_(num_pages, 0), free_bits_((static_cast<size_t>(num_pages) + 63) / 64, 0) {
+  for (int32_t p = 0; p < num_pages; ++p) free_bits_[p >> 6] |= uint64_t{1} << (p & 63);
+  num_free_ = num_pages;
+}
+
+int32_t PagePool::Allocate(int32_t after, int32_t run) {
+  if (num_free_ == 0) return -1;
+  int32_t page = -1;
+  if (after >= 0 && after + 1 < capacity() && is_free(after + 1)) page = after + 1;
+  if (page < 0 && run >= 2 && run <= 64 && (run & (run - 1)) == 0) page = FindFreeRun(run);
+  if (page < 0) page = LowestFree();
+  free_bits_[page >> 6] &= ~(uint64_t{1} << (page & 63));
+  --num_free_;
+  ref_[page] = 1;
+  filled_[page] = 0;
+  return page;
+}
+
+int32_t PagePool::LowestFree() {
+  while (free_bits_[low_word_] == 0) ++low_word_;  // num_free_ > 0: a set bit exists at or above it
+  return low_word_ * 64 + std::countr_zero(free_bits_[low_word_]);
+}
+
+int32_t PagePool::FindFreeRun(int32_t run) {
+  if (failed_run_ != 0 && run >= failed_run_) return -1;  // nothing freed since a run this long was missing
+  const uint64_t starts = RunStarts(run);
+  for (size_t w = low_word_; w < free_bits_.size(); ++w) {
+    uint64_t m = free_bits_[w];
+    if (m == 0) continue;
+    for (int32_t s = 1; s < run; s *= 2) m &= m >> s;  // bit i: pages i .. i + run - 1 of the word all free
+    m &= starts;
+    if (m != 0) return static_cast<int32_t>(w * 64) + std::countr_zero(m);
+  }
+  failed_run_ = run;
+  return -1;
 }
 
 std::string PagePool::Check(const std::vector<int32_t>& expected_refs) const {
   if (expected_refs.size() != ref_.size()) return "page count mismatch";
-  std::vector<char> listed(ref_.size(), 0);
-  for (int32_t p : free_) {
-    if (p < 0 || p >= capacity()) return absl::StrCat("free list holds bad page ", p);
-    if (listed[p]++) return absl::StrCat("page ", p, " listed free twice");
-    if (ref_[p] != 0) return absl::StrCat("free page ", p, " has ref ", ref_[p]);
+  if (free_bits_.size() != (ref_.size() + 63) / 64) return "free set size mismatch";
+  int32_t free = 0;
+  for (size_t w = 0; w < free_bits_.size(); ++w) {
+    for (int b = 0; b < 64; ++b) {
+      if (!((free_bits_[w] >> b) & 1u)) continue;
+      const int64_t p = static_cast<int64_t>(w) * 64 + b;
+      if (p >= capacity()) return absl::StrCat("free set holds bad page ", p);
+      if (w < static_cast<size_t>(low_word_)) return absl::StrCat("free page ", p, " below the scan start");
+      if (ref_[p] != 0) return absl::StrCat("free page ", p, " has ref ", ref_[p]);
+      ++free;
+    }
   }
+  if (free != num_free_) return absl::StrCat(free, " pages free but num_free ", num_free_);
   for (int32_t p = 0; p < capacity(); ++p) {
     if (ref_[p] != expected_refs[p]) {
       return absl::StrCat("page ", p, " ref ", ref_[p], " but ", expected_refs[p], " holders");
     }
-    if (ref_[p] == 0 && !listed[p]) return absl::StrCat("page ", p, " leaked (ref 0, not free)");
+    if (ref_[p] == 0 && !is_free(p)) return absl::StrCat("page ", p, " leaked (ref 0, not free)");
     if (ref_[p] < 0) return absl::StrCat("page ", p, " negative ref");
   }
   return "";

@@ -1,6 +1,13 @@
-// PagePool: bookkeeping of the fixed-size KV pages of one KvStorage. O(1)
-// allocation from a free list, a reference count per page (one per tree node
+// PagePool: bookkeeping of the fixed-size KV pages of one KvStorage: which
+// pages are free (a bitmap), a reference count per page (one per tree node
 // that holds the page) and a fill mark per page.
+//
+// Placement: the attention kernels load a run of pages with consecutive ids
+// as one box (attention/kv_tensor_map.h: a whole 64-token tile when its pages
+// are consecutive, else one box per page, measurably slower), so Allocate
+// keeps a node's pages consecutive where it can: the page after the node's
+// last one when that is free, else for a long write the start of a free
+// aligned run, else the lowest free page. A fresh pool hands out 0, 1, 2, ...
 //
 // Fill mark: the slots of a page are written in order, from slot 0 up. filled(p)
 // is the number of slots [0, filled) that hold written K/V. Every holder of a
@@ -11,7 +18,7 @@
 //
 //   PagePool pool(num_pages);
 //   int32_t p = pool.Allocate();      // -1 when no page is free
-//   pool.AddRef(p);  pool.Unref(p);  pool.Unref(p);  // back on the free list
+//   pool.AddRef(p);  pool.Unref(p);  pool.Unref(p);  // free again
 //
 // Thread-compatible: KvTree serializes all calls under its lock.
 #ifndef BANYAN_KV_TREE_PAGE_POOL_H_
@@ -32,26 +39,26 @@ class PagePool {
   PagePool& operator=(const PagePool&) = delete;
 
   int32_t capacity() const { return static_cast<int32_t>(ref_.size()); }
-  int32_t num_free() const { return static_cast<int32_t>(free_.size()); }
+  int32_t num_free() const { return num_free_; }
   int32_t num_used() const { return capacity() - num_free(); }
+  bool is_free(int32_t page) const { return (free_bits_[page >> 6] >> (page & 63)) & 1u; }
 
   // Takes a free page with reference count 1 and fill mark 0; returns -1 when
-  // none is free (the caller evicts first). O(1).
-  int32_t Allocate() {
-    if (free_.empty()) return -1;
-    const int32_t page = free_.back();
-    free_.pop_back();
-    ref_[page] = 1;
-    filled_[page] = 0;
-    return page;
-  }
+  // none is free (the caller evicts first). Which one: `after` + 1 when
+  // `after` >= 0 and that page is free (a node's next page after its last);
+  // else, with run >= 2 (a power of two <= 64), the first page of the lowest
+  // free run of `run` pages starting at a multiple of `run`, where the pool
+  // has one; else the lowest free page. O(1) for `after` + 1; else
+  // O(capacity / 64) at worst (a run search that found nothing is not
+  // repeated until a page is freed).
+  int32_t Allocate(int32_t after = -1, int32_t run = 1);
 
   // REQUIRES: ref(page) >= 1.
   void AddRef(int32_t page) { ++ref_[page]; }
   // Drops one reference; the page returns to the free list at zero.
   // REQUIRES: ref(page) >= 1.
   void Unref(int32_t page) {
-    if (--ref_[page] == 0) free_.push_back(page);
+    if (--ref_[page] == 0) Free(page);
   }
 
   int32_t ref(int32_t page) const { return ref_[page]; }
@@ -63,15 +70,28 @@ class PagePool {
     return ref_[page] == 1 || filled_[page] == slot;
   }
 
-  // Checks the free list against the reference counts: every page is either
-  // free (ref 0, listed once) or referenced. `expected_refs[p]` is the number
-  // of holders recomputed by the caller; empty string when consistent.
+  // Checks the free set against the reference counts: every page is either
+  // free (ref 0, its bit set) or referenced, and num_free() counts the free
+  // ones. `expected_refs[p]` is the number of holders recomputed by the
+  // caller; empty string when consistent.
   std::string Check(const std::vector<int32_t>& expected_refs) const;
 
  private:
+  void Free(int32_t page) {
+    free_bits_[page >> 6] |= uint64_t{1} << (page & 63);
+    ++num_free_;
+    if ((page >> 6) < low_word_) low_word_ = page >> 6;
+    failed_run_ = 0;
+  }
+  int32_t FindFreeRun(int32_t run);
+  int32_t LowestFree();
+
   std::vector<int32_t> ref_;
   std::vector<int32_t> filled_;
-  std::vector<int32_t> free_;
+  std::vector<uint64_t> free_bits_;  // bit p % 64 of word p / 64: page p is free
+  int32_t num_free_ = 0;
+  int32_t low_word_ = 0;    // no free page below word low_word_
+  int32_t failed_run_ = 0;  // a run length that no free run had since the last Free (0: none)
 };
 
 }  // namespace banyan::kv_tree
