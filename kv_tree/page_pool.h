@@ -41,6 +41,7 @@ class PagePool {
   int32_t capacity() const { return static_cast<int32_t>(ref_.size()); }
   int32_t num_free() const { return num_free_; }
   int32_t num_used() const { return capacity() - num_free(); }
+  // REQUIRES: 0 <= page < capacity().
   bool is_free(int32_t page) const { return (free_bits_[page >> 6] >> (page & 63)) & 1u; }
 
   // Takes a free page with reference count 1 and fill mark 0; returns -1 when
@@ -55,7 +56,7 @@ class PagePool {
 
   // REQUIRES: ref(page) >= 1.
   void AddRef(int32_t page) { ++ref_[page]; }
-  // Drops one reference; the page returns to the free list at zero.
+  // Drops one reference; the page is free again at zero.
   // REQUIRES: ref(page) >= 1.
   void Unref(int32_t page) {
     if (--ref_[page] == 0) Free(page);
