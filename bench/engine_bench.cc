@@ -38,6 +38,9 @@
 // decode pass then plans its own attention while the GPU waits); =ab runs
 // two engines, on and off, repetitions alternating (counters step_ms_ahead,
 // step_ms_no_ahead, ahead_saves_ms: the median of paired differences).
+// BANYAN_BENCH_KV_MIB=n: a KV budget of n MiB instead of 24 GiB; at about
+// twice one repetition's KV, every repetition's prompt is written into the
+// pages the repetition before freed (a churned pool, not a fresh one).
 // The HF transformers baseline on the same model runs from
 // bench/hf_generate_baseline.py in the same device session.
 #include <algorithm>
@@ -272,6 +275,11 @@ void BM_Decode(benchmark::State& state) {
     parts.device_name = "cuda:0";
     EngineOptions options;
     options.kv_budget_bytes = (ab ? uint64_t{16} : uint64_t{24}) << 30;
+    // BANYAN_BENCH_KV_MIB=n: a KV budget of n MiB instead (small enough, every repetition's prompt evicts the
+    // repetition before and takes its pages: a churned pool, kv_tree/page_pool.h placement).
+    if (const char* mib = std::getenv("BANYAN_BENCH_KV_MIB"); mib != nullptr) {
+      options.kv_budget_bytes = static_cast<uint64_t>(std::atoll(mib)) << 20;
+    }
     options.max_batch = branches;
     options.prefill_chunk = 4096;
     options.attention_mode = mode;
