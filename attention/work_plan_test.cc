@@ -416,6 +416,34 @@ TEST(WorkPlanPagesTest, TileRunsScatteredKeepTilesConsecutive) {
   EXPECT_LT(ids.back(), tree.num_pages);
 }
 
+// Leaves' pages round robin (PlanOptions::interleave_leaves, the pool order of
+// leaves decoding side by side): the inner node's pages stay in order, each
+// leaf's next page is `leaves` ids after its previous one, every id distinct.
+TEST(WorkPlanPagesTest, InterleavedLeavesKeepTheInnerNodeInOrder) {
+  testing::PlanOptions opt;
+  opt.random_first_slot = false;
+  opt.shuffle_pages = false;
+  opt.interleave_leaves = true;
+  Rng rng(6);
+  const int32_t leaves = 8;
+  const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, leaves}, {256, 100}), opt, rng);
+  const AttentionPlan& plan = tree.plan;
+  for (int32_t i = 0; i < 256 / opt.page_size; ++i) EXPECT_EQ(plan.page_indices[i], i);  // the root, in order
+  for (int32_t leaf = 0; leaf < leaves; ++leaf) {
+    const int32_t s = 1 + leaf;
+    ASSERT_EQ(plan.segment_page_indptr[s + 1] - plan.segment_page_indptr[s], 7);  // 100 tokens
+    for (int32_t j = 1; j < 7; ++j) {
+      EXPECT_EQ(plan.page_indices[plan.segment_page_indptr[s] + j],
+                plan.page_indices[plan.segment_page_indptr[s] + j - 1] + leaves);
+    }
+  }
+  std::vector<int32_t> ids = plan.page_indices;
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
+  EXPECT_LT(ids.back(), tree.num_pages);
+  EXPECT_EQ(plan.Validate(), "");
+}
+
 // BatchedTilesPerCta counts, per batched item, the distinct 64-slot pool
 // tiles its tokens touch (checked here by walking every token), over the
 // plan's CTAs; it grows with the leaves and the prefix.

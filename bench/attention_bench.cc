@@ -34,7 +34,9 @@
 //            item CTAs then merge CTAs
 //   BANYAN_BENCH_ORDERED_PAGES=1                 page ids in order (a fresh pool)
 //            instead of scattered over the pool (a fragmented one); 2: runs of
-//            one 64-token tile's pages in order, the runs scattered
+//            one 64-token tile's pages in order, the runs scattered; 3: inner
+//            nodes' pages in order, the leaves' pages round robin over the
+//            leaves (what leaves decoding side by side take from a pool)
 //   BANYAN_BENCH_TMA_NOSPLIT=1                   kTma with every small item on
 //            consumer warpgroup 0 (TreeAttention::set_tma_split_small(false))
 //   BANYAN_BENCH_NO_SPREAD=1                     light items after heavy ones
@@ -170,8 +172,10 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   // 64-token tile is four separate pages); BANYAN_BENCH_ORDERED_PAGES=1 hands
   // them out in order, as a fresh engine's page pool does.
   const char* ordered = std::getenv("BANYAN_BENCH_ORDERED_PAGES");
-  popt.shuffle_pages = ordered == nullptr || ordered[0] != '1';
+  popt.shuffle_pages = ordered == nullptr || (ordered[0] != '1' && ordered[0] != '3');
   if (ordered != nullptr && ordered[0] == '2') popt.shuffle_run = kKvTile / popt.page_size;  // tile-sized runs scattered
+  popt.interleave_leaves =
+      ordered != nullptr && ordered[0] == '3';  // the leaves' pages as side-by-side decode takes them
   const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree(shape.fanout, shape.length), popt, rng);
   const AttentionPlan& plan = tree.plan;
   KvLayout layout;

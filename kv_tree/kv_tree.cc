@@ -328,15 +328,17 @@ void KvTree::WriteTokens(uint32_t index, absl::Span<const int32_t> tokens, int32
   // append (quadratic in its length).
   const size_t needed = node.tokens.size() + tokens.size();
   if (needed > node.tokens.capacity()) node.tokens.reserve(std::max(needed, 2 * node.tokens.capacity()));
-  // Pages in runs of consecutive ids (PagePool::Allocate): each new page right after the node's last where that
-  // is free; a write of at least kRunTokens tokens (a prefill, not a decode step) starts a new run at a free
-  // aligned run of the pages that many tokens take.
-  const int32_t run = static_cast<int64_t>(tokens.size()) >= kRunTokens ? std::max(1, kRunTokens / page_size_) : 1;
+  // Pages in runs of consecutive ids (PagePool::Allocate), one run per kRunTokens of the node's positions: each
+  // new page right after the node's last where that is free, and a page that starts such a group (node page
+  // index a multiple of `run`) otherwise at the start of a free aligned run, so that leaves decoding side by
+  // side, each taking a page at the same steps as the others, still get a run per group.
+  const int32_t run = std::max(1, kRunTokens / page_size_);
   for (int32_t token : tokens) {
     const int64_t pos = node.first_slot + static_cast<int64_t>(node.tokens.size());
     const int32_t slot = static_cast<int32_t>(pos % page_size_);
     if (pos / page_size_ == static_cast<int64_t>(node.pages.size())) {
-      const int32_t page = pool_.Allocate(node.pages.empty() ? -1 : node.pages.back(), run);
+      const int32_t page = pool_.Allocate(node.pages.empty() ? -1 : node.pages.back(),
+                                          node.pages.size() % static_cast<size_t>(run) == 0 ? run : 1);
       BANYAN_CHECK(page >= 0) << "page reservation broken";
       node.pages.push_back(page);
     }

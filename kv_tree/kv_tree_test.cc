@@ -119,8 +119,8 @@ TEST(PagePoolTest, AllocateRefAndFree) {
 TEST(PagePoolTest, PlacesPagesInRunsOfConsecutiveIds) {
   PagePool pool(200);
   for (int32_t p = 0; p < 8; ++p) EXPECT_EQ(pool.Allocate(), p);  // a fresh pool: 0, 1, 2, ...
-  // Free 2, 5, 6, 7 and every page from 100 on stays free: after 4 comes 5 (its neighbour), after 0 comes the
-  // lowest free page (1 is taken), a run of 4 starts at the lowest aligned free quad.
+  // Free 2, 5, 6, 7; every page from 8 on is free: after 4 comes 5 (its neighbour), after 0 the lowest free
+  // page (1 is taken), a new run of 4 at the lowest aligned free quad, whatever `after` says.
   pool.Unref(2);
   pool.Unref(5);
   pool.Unref(6);
@@ -128,11 +128,13 @@ TEST(PagePoolTest, PlacesPagesInRunsOfConsecutiveIds) {
   EXPECT_EQ(pool.Allocate(/*after=*/4), 5);
   EXPECT_EQ(pool.Allocate(/*after=*/0), 2);
   EXPECT_EQ(pool.Allocate(/*after=*/-1, /*run=*/4), 8);  // 6, 7 are free but not an aligned run of 4
-  EXPECT_EQ(pool.Allocate(/*after=*/8, /*run=*/4), 9);
+  EXPECT_EQ(pool.Allocate(/*after=*/8), 9);              // the run goes on
+  EXPECT_EQ(pool.Allocate(/*after=*/9, /*run=*/4), 12);  // a new run: the next aligned free quad, not 10
   EXPECT_EQ(pool.Allocate(/*after=*/-1, /*run=*/2), 6);  // 6, 7: an aligned pair
   EXPECT_EQ(pool.Allocate(/*after=*/199), 7);            // past the end: the lowest free page
   std::vector<int32_t> refs(200, 0);
   for (int32_t p = 0; p < 10; ++p) refs[p] = 1;
+  refs[12] = 1;
   EXPECT_EQ(pool.Check(refs), "");
   // Take every page, give back 150 and the quad 180-183: no run of 8 then, a run of 4, and pairs by alignment.
   std::vector<int32_t> taken;
@@ -168,12 +170,12 @@ TEST(PagePoolTest, RandomAllocationsFollowThePlacementRule) {
       // The rule, by brute force over a copy of the free set.
       int32_t want = -1;
       if (pool.num_free() > 0) {
-        if (after >= 0 && after + 1 < size && refs[after + 1] == 0) want = after + 1;
         for (int32_t p = 0; want < 0 && run >= 2 && p + run <= size; p += run) {
           bool all = true;
           for (int32_t q = p; q < p + run; ++q) all = all && refs[q] == 0;
           if (all) want = p;
         }
+        if (want < 0 && after >= 0 && after + 1 < size && refs[after + 1] == 0) want = after + 1;
         for (int32_t p = 0; want < 0 && p < size; ++p) {
           if (refs[p] == 0) want = p;
         }
@@ -217,6 +219,31 @@ TEST_F(KvTreeTest, LongPromptsGetRunsOfConsecutivePagesAfterChurn) {
   for (int32_t tile = 0; tile < 15; ++tile) {
     const int32_t first = prompt.write_slots[tile * 64].page;
     for (int32_t k = 1; k < 4; ++k) EXPECT_EQ(prompt.write_slots[tile * 64 + k * 16].page, first + k) << tile;
+  }
+  Check();
+}
+
+// Leaves that decode side by side (one token each per step, every leaf taking its next page at the same step)
+// still get one run of consecutive page ids per 64 positions of their node, after their first group.
+TEST_F(KvTreeTest, LeavesDecodingSideBySideGetRunsOfConsecutivePages) {
+  Make(16, 256);
+  BANYAN_ASSERT_OK_AND_ASSIGN(Extension root, tree_->Insert(ns_, Range(0, 40)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<Branch> leaves, tree_->Fork(root.branch, 8));
+  std::vector<std::vector<KvSlot>> written(leaves.size());
+  for (int32_t step = 0; step < 260; ++step) {
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      BANYAN_ASSERT_OK_AND_ASSIGN(Extension e,
+                                  tree_->Append(leaves[i], {1000 + static_cast<int32_t>(i) * 1000 + step}));
+      written[i].insert(written[i].end(), e.write_slots.begin(), e.write_slots.end());
+    }
+  }
+  // Leaf nodes start at position 40 % 16 = 8 of their first page (the shared boundary page, or a copy of it);
+  // node position p = 8 + token. Groups of 64 positions from position 64 on: [64 g, 64 g + 64), g = 1, 2, 3.
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    for (int32_t g = 1; g <= 3; ++g) {
+      const int32_t first = written[i][64 * g - 8].page;
+      for (int32_t k = 1; k < 4; ++k) EXPECT_EQ(written[i][64 * g - 8 + 16 * k].page, first + k) << i << " " << g;
+    }
   }
   Check();
 }

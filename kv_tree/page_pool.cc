@@ -25,8 +25,8 @@ PagePool::PagePool(int32_t num_pages)
 int32_t PagePool::Allocate(int32_t after, int32_t run) {
   if (num_free_ == 0) return -1;
   int32_t page = -1;
-  if (after >= 0 && after + 1 < capacity() && is_free(after + 1)) page = after + 1;
-  if (page < 0 && run >= 2 && run <= 64 && (run & (run - 1)) == 0) page = FindFreeRun(run);
+  if (run >= 2 && run <= 64 && (run & (run - 1)) == 0) page = FindFreeRun(run);
+  if (page < 0 && after >= 0 && after + 1 < capacity() && is_free(after + 1)) page = after + 1;
   if (page < 0) page = LowestFree();
   free_bits_[page >> 6] &= ~(uint64_t{1} << (page & 63));
   --num_free_;

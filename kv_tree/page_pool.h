@@ -5,9 +5,9 @@
 // Placement: the attention kernels load a run of pages with consecutive ids
 // as one box (attention/kv_tensor_map.h: a whole 64-token tile when its pages
 // are consecutive, else one box per page, measurably slower), so Allocate
-// keeps a node's pages consecutive where it can: the page after the node's
-// last one when that is free, else for a long write the start of a free
-// aligned run, else the lowest free page. A fresh pool hands out 0, 1, 2, ...
+// keeps a node's pages consecutive where it can: a page that starts a run at
+// the start of a free aligned run, the others right after the node's last
+// page, else the lowest free page. A fresh pool hands out 0, 1, 2, ...
 //
 // Fill mark: the slots of a page are written in order, from slot 0 up. filled(p)
 // is the number of slots [0, filled) that hold written K/V. Every holder of a
@@ -45,13 +45,13 @@ class PagePool {
   bool is_free(int32_t page) const { return (free_bits_[page >> 6] >> (page & 63)) & 1u; }
 
   // Takes a free page with reference count 1 and fill mark 0; returns -1 when
-  // none is free (the caller evicts first). Which one: `after` + 1 when
-  // `after` >= 0 and that page is free (a node's next page after its last);
-  // else, with run >= 2 (a power of two <= 64), the first page of the lowest
+  // none is free (the caller evicts first). Which one: with run >= 2 (a power
+  // of two <= 64: the first page of a new run), the first page of the lowest
   // free run of `run` pages starting at a multiple of `run`, where the pool
-  // has one; else the lowest free page. O(1) for `after` + 1; else
-  // O(capacity / 64) at worst (a run search that found nothing is not
-  // repeated until a page is freed).
+  // has one; else `after` + 1 when `after` >= 0 and that page is free (a
+  // node's next page after its last); else the lowest free page. O(1) with
+  // run 1 and `after` + 1 free; else O(capacity / 64) at worst (a run search
+  // that found nothing is not repeated until a page is freed).
   int32_t Allocate(int32_t after = -1, int32_t run = 1);
 
   // REQUIRES: ref(page) >= 1.

@@ -52,6 +52,28 @@ TreePlan BuildTreePlan(const std::vector<TreeNode>& nodes, const PlanOptions& op
     plan.segment_entry_indptr.push_back(static_cast<int32_t>(plan.entry_query.size()));
   }
   out.num_pages = page_count + options.extra_pages;
+  if (!options.shuffle_pages && options.interleave_leaves) {
+    // New ids: inner nodes' pages first, in order; then leaf pages by (page index in the leaf, leaf).
+    std::vector<int32_t> renumber(static_cast<size_t>(page_count), -1);
+    int32_t next = 0;
+    int32_t deepest = 0;
+    for (int32_t v = 0; v < n; ++v) {
+      const int32_t pages = plan.segment_page_indptr[v + 1] - plan.segment_page_indptr[v];
+      if (has_child[v]) {
+        for (int32_t i = plan.segment_page_indptr[v]; i < plan.segment_page_indptr[v + 1]; ++i) renumber[i] = next++;
+      } else {
+        deepest = std::max(deepest, pages);
+      }
+    }
+    for (int32_t j = 0; j < deepest; ++j) {
+      for (int32_t v = 0; v < n; ++v) {
+        if (!has_child[v] && plan.segment_page_indptr[v] + j < plan.segment_page_indptr[v + 1]) {
+          renumber[plan.segment_page_indptr[v] + j] = next++;
+        }
+      }
+    }
+    for (int32_t& p : plan.page_indices) p = renumber[p];
+  }
   if (options.shuffle_pages) {
     // Runs of shuffle_run ids in a random order, each run's ids consecutive.
     const int32_t run = std::max(1, options.shuffle_run);

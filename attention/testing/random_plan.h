@@ -42,6 +42,11 @@ struct PlanOptions {
   bool random_first_slot = true;  // segments start at random slots (shared partial pages)
   bool shuffle_pages = true;      // page ids scattered over the pool
   int32_t shuffle_run = 1;        // with shuffle_pages: runs of this many consecutive ids move together
+  // Without shuffle_pages: the leaves' pages numbered round robin over the
+  // leaves (page j of every leaf, then page j + 1 of every leaf), after every
+  // inner node's pages in order: what a fresh pool gives leaves that decode
+  // side by side, each taking its next page at the same step as the others.
+  bool interleave_leaves = false;
   int32_t extra_pages = 3;        // unused pages in the pool
 };
 
