@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<KvTree>> KvTree::Create(std::unique_ptr<KvStorage
 KvTree::KvTree(std::unique_ptr<KvStorage> storage, EvictionScoreFn score)
     : storage_(std::move(storage)),
       page_size_(storage_->layout().page_size),
-      pool_(static_cast<int32_t>(storage_->layout().num_pages)),
+      pool_(static_cast<int32_t>(storage_->layout().num_pages), std::max(1, kRunTokens / storage_->layout().page_size)),
       eviction_score_(std::move(score)) {}
 
 KvTree::~KvTree() = default;
@@ -332,13 +332,12 @@ void KvTree::WriteTokens(uint32_t index, absl::Span<const int32_t> tokens, int32
   // new page right after the node's last where that is free, and a page that starts such a group (node page
   // index a multiple of `run`) otherwise at the start of a free aligned run, so that leaves decoding side by
   // side, each taking a page at the same steps as the others, still get a run per group.
-  const int32_t run = std::max(1, kRunTokens / page_size_);
+  const size_t run = static_cast<size_t>(pool_.run_pages());
   for (int32_t token : tokens) {
     const int64_t pos = node.first_slot + static_cast<int64_t>(node.tokens.size());
     const int32_t slot = static_cast<int32_t>(pos % page_size_);
     if (pos / page_size_ == static_cast<int64_t>(node.pages.size())) {
-      const int32_t page = pool_.Allocate(node.pages.empty() ? -1 : node.pages.back(),
-                                          node.pages.size() % static_cast<size_t>(run) == 0 ? run : 1);
+      const int32_t page = pool_.Allocate(node.pages.empty() ? -1 : node.pages.back(), node.pages.size() % run == 0);
       BANYAN_CHECK(page >= 0) << "page reservation broken";
       node.pages.push_back(page);
     }

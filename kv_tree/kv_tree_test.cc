@@ -117,74 +117,79 @@ TEST(PagePoolTest, AllocateRefAndFree) {
 }
 
 TEST(PagePoolTest, PlacesPagesInRunsOfConsecutiveIds) {
-  PagePool pool(200);
+  PagePool pool(200, /*run_pages=*/4);
+  EXPECT_EQ(pool.run_pages(), 4);
   for (int32_t p = 0; p < 8; ++p) EXPECT_EQ(pool.Allocate(), p);  // a fresh pool: 0, 1, 2, ...
   // Free 2, 5, 6, 7; every page from 8 on is free: after 4 comes 5 (its neighbour), after 0 the lowest free
-  // page (1 is taken), a new run of 4 at the lowest aligned free quad, whatever `after` says.
+  // page (1 is taken), a new run at the lowest aligned free quad, whatever `after` says.
   pool.Unref(2);
   pool.Unref(5);
   pool.Unref(6);
   pool.Unref(7);
   EXPECT_EQ(pool.Allocate(/*after=*/4), 5);
   EXPECT_EQ(pool.Allocate(/*after=*/0), 2);
-  EXPECT_EQ(pool.Allocate(/*after=*/-1, /*run=*/4), 8);  // 6, 7 are free but not an aligned run of 4
-  EXPECT_EQ(pool.Allocate(/*after=*/8), 9);              // the run goes on
-  EXPECT_EQ(pool.Allocate(/*after=*/9, /*run=*/4), 12);  // a new run: the next aligned free quad, not 10
-  EXPECT_EQ(pool.Allocate(/*after=*/-1, /*run=*/2), 6);  // 6, 7: an aligned pair
-  EXPECT_EQ(pool.Allocate(/*after=*/199), 7);            // past the end: the lowest free page
+  EXPECT_EQ(pool.Allocate(/*after=*/-1, /*start_run=*/true), 8);  // 6, 7 are free but not an aligned quad
+  EXPECT_EQ(pool.Allocate(/*after=*/8), 9);                       // the run goes on
+  EXPECT_EQ(pool.Allocate(/*after=*/9, /*start_run=*/true), 12);  // a new run: the next free quad, not 10
+  EXPECT_EQ(pool.Allocate(/*after=*/199), 6);                     // past the end: the lowest free page
   std::vector<int32_t> refs(200, 0);
-  for (int32_t p = 0; p < 10; ++p) refs[p] = 1;
+  for (int32_t p = 0; p < 10; ++p) refs[p] = p == 7 ? 0 : 1;
   refs[12] = 1;
   EXPECT_EQ(pool.Check(refs), "");
-  // Take every page, give back 150 and the quad 180-183: no run of 8 then, a run of 4, and pairs by alignment.
+  // Take every page, give back 150 and the quad 180-183: one run left, then none.
   std::vector<int32_t> taken;
   while (pool.num_free() > 0) taken.push_back(pool.Allocate());
   for (int32_t p : taken) {
     if (p == 150 || (p >= 180 && p < 184)) pool.Unref(p);
   }
-  for (int32_t p : taken) refs[p] = p == 150 || (p >= 180 && p < 184) ? 0 : 1;
+  for (int32_t p = 0; p < 200; ++p) refs[p] = p == 150 || (p >= 180 && p < 184) ? 0 : 1;
   ASSERT_EQ(pool.Check(refs), "");
-  EXPECT_EQ(pool.Allocate(-1, 8), 150);  // no run of 8: the lowest free page
-  EXPECT_EQ(pool.Allocate(-1, 4), 180);
-  EXPECT_EQ(pool.Allocate(-1, 2), 182);  // 181 is free but its pair starts at 180 (taken)
-  EXPECT_EQ(pool.Allocate(), 181);
-  EXPECT_EQ(pool.Allocate(-1, 2), 183);  // no pair left: the lowest free page
+  EXPECT_EQ(pool.Allocate(-1, true), 180);
+  EXPECT_EQ(pool.Allocate(-1, true), 150);  // no run left: the lowest free page
+  EXPECT_EQ(pool.Allocate(180), 181);
+  EXPECT_EQ(pool.Allocate(), 182);
+  EXPECT_EQ(pool.Allocate(), 183);
   EXPECT_EQ(pool.Allocate(), -1);
+  PagePool plain(10, /*run_pages=*/3);  // not a power of two: no runs
+  EXPECT_EQ(plain.run_pages(), 1);
 }
 
 TEST(PagePoolTest, RandomAllocationsFollowThePlacementRule) {
   Rng rng(99);
-  for (int32_t size : {1, 63, 64, 65, 300}) {
-    PagePool pool(size);
-    std::vector<int32_t> refs(size, 0);
-    for (int step = 0; step < 4000; ++step) {
-      if (rng.UniformInt(2) == 0 && pool.num_used() > 0) {  // free a random used page
-        int32_t p = static_cast<int32_t>(rng.UniformInt(size));
-        while (refs[p] == 0) p = (p + 1) % size;
-        pool.Unref(p);
-        --refs[p];
-        continue;
-      }
-      const int32_t after = static_cast<int32_t>(rng.UniformInt(size + 1)) - 1;
-      const int32_t run = 1 << rng.UniformInt(4);  // 1, 2, 4, 8
-      // The rule, by brute force over a copy of the free set.
-      int32_t want = -1;
-      if (pool.num_free() > 0) {
-        for (int32_t p = 0; want < 0 && run >= 2 && p + run <= size; p += run) {
-          bool all = true;
-          for (int32_t q = p; q < p + run; ++q) all = all && refs[q] == 0;
-          if (all) want = p;
+  for (int32_t size : {1, 63, 64, 65, 300, 5000}) {
+    for (int32_t run : {1, 2, 4, 8, 64}) {
+      PagePool pool(size, run);
+      std::vector<int32_t> refs(size, 0);
+      for (int step = 0; step < 3000; ++step) {
+        if (rng.UniformInt(2) == 0 && pool.num_used() > 0) {  // free a random used page
+          int32_t p = static_cast<int32_t>(rng.UniformInt(size));
+          while (refs[p] == 0) p = (p + 1) % size;
+          pool.Unref(p);
+          --refs[p];
+          continue;
         }
-        if (want < 0 && after >= 0 && after + 1 < size && refs[after + 1] == 0) want = after + 1;
-        for (int32_t p = 0; want < 0 && p < size; ++p) {
-          if (refs[p] == 0) want = p;
+        const int32_t after = static_cast<int32_t>(rng.UniformInt(size + 1)) - 1;
+        const bool start_run = rng.UniformInt(2) == 0;
+        // The rule, by brute force over a copy of the free set.
+        int32_t want = -1;
+        if (pool.num_free() > 0) {
+          for (int32_t p = 0; want < 0 && start_run && run >= 2 && p + run <= size; p += run) {
+            bool all = true;
+            for (int32_t q = p; q < p + run; ++q) all = all && refs[q] == 0;
+            if (all) want = p;
+          }
+          if (want < 0 && after >= 0 && after + 1 < size && refs[after + 1] == 0) want = after + 1;
+          for (int32_t p = 0; want < 0 && p < size; ++p) {
+            if (refs[p] == 0) want = p;
+          }
         }
+        const int32_t got = pool.Allocate(after, start_run);
+        ASSERT_EQ(got, want) << "size " << size << " run " << run << " step " << step << " after " << after;
+        if (got >= 0) ++refs[got];
+        if (step % 500 == 0) ASSERT_EQ(pool.Check(refs), "") << "size " << size << " run " << run;
       }
-      const int32_t got = pool.Allocate(after, run);
-      ASSERT_EQ(got, want) << "size " << size << " step " << step << " after " << after << " run " << run;
-      if (got >= 0) ++refs[got];
+      EXPECT_EQ(pool.Check(refs), "");
     }
-    EXPECT_EQ(pool.Check(refs), "");
   }
 }
 
