@@ -44,6 +44,19 @@ class KvTreeTest : public ::testing::Test {
     ASSERT_EQ(tree_->Stats().pages_total, pages);
   }
   void Check() { BANYAN_EXPECT_OK(tree_->CheckInvariants()); }
+  // Appends `steps` tokens to every leaf, one leaf after the other at each step (leaves decoding side by side:
+  // each takes its next page at the same steps as the others); returns each leaf's written slots in order.
+  std::vector<std::vector<KvSlot>> DecodeSideBySide(const std::vector<Branch>& leaves, int32_t steps) {
+    std::vector<std::vector<KvSlot>> written(leaves.size());
+    for (int32_t step = 0; step < steps; ++step) {
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        absl::StatusOr<Extension> e = tree_->Append(leaves[i], {1000 + static_cast<int32_t>(i) * 1000 + step});
+        EXPECT_TRUE(e.ok()) << e.status();
+        if (e.ok()) written[i].insert(written[i].end(), e->write_slots.begin(), e->write_slots.end());
+      }
+    }
+    return written;
+  }
 
   const KvNamespace ns_{"llama", ""};
   std::unique_ptr<KvTree> tree_;
@@ -200,19 +213,11 @@ TEST_F(KvTreeTest, LongPromptsGetRunsOfConsecutivePagesAfterChurn) {
   Make(16, 64);
   BANYAN_ASSERT_OK_AND_ASSIGN(Extension root, tree_->Insert(ns_, Range(0, 40)));
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<Branch> leaves, tree_->Fork(root.branch, 8));
-  std::vector<std::vector<int32_t>> leaf_pages(leaves.size());
-  for (int32_t step = 0; step < 60; ++step) {
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      BANYAN_ASSERT_OK_AND_ASSIGN(Extension e, tree_->Append(leaves[i], {1000 + static_cast<int32_t>(i) * 100 + step}));
-      for (const KvSlot& slot : e.write_slots) {
-        if (leaf_pages[i].empty() || leaf_pages[i].back() != slot.page) leaf_pages[i].push_back(slot.page);
-      }
-    }
-  }
-  // The decode interleaved the leaves' pages: no leaf's pages are consecutive.
-  for (const std::vector<int32_t>& pages : leaf_pages) {
-    ASSERT_GE(pages.size(), 3u);
-    EXPECT_NE(pages[2], pages[1] + 1);
+  const std::vector<std::vector<KvSlot>> written = DecodeSideBySide(leaves, 60);
+  // The leaves' first pages interleave (page 1 of each leaf, then page 2 of each: 16 positions apart).
+  for (const std::vector<KvSlot>& slots : written) {
+    ASSERT_EQ(slots.size(), 60u);
+    EXPECT_NE(slots[24].page, slots[8].page + 1);
   }
   for (const Branch& b : leaves) BANYAN_ASSERT_OK(tree_->Release(b));
   BANYAN_ASSERT_OK(tree_->Release(root.branch));
@@ -234,14 +239,7 @@ TEST_F(KvTreeTest, LeavesDecodingSideBySideGetRunsOfConsecutivePages) {
   Make(16, 256);
   BANYAN_ASSERT_OK_AND_ASSIGN(Extension root, tree_->Insert(ns_, Range(0, 40)));
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<Branch> leaves, tree_->Fork(root.branch, 8));
-  std::vector<std::vector<KvSlot>> written(leaves.size());
-  for (int32_t step = 0; step < 260; ++step) {
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      BANYAN_ASSERT_OK_AND_ASSIGN(Extension e,
-                                  tree_->Append(leaves[i], {1000 + static_cast<int32_t>(i) * 1000 + step}));
-      written[i].insert(written[i].end(), e.write_slots.begin(), e.write_slots.end());
-    }
-  }
+  const std::vector<std::vector<KvSlot>> written = DecodeSideBySide(leaves, 260);
   // Leaf nodes start at position 40 % 16 = 8 of their first page (the shared boundary page, or a copy of it);
   // node position p = 8 + token. Groups of 64 positions from position 64 on: [64 g, 64 g + 64), g = 1, 2, 3.
   for (size_t i = 0; i < leaves.size(); ++i) {
