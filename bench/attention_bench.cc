@@ -172,10 +172,10 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   // 64-token tile is four separate pages); BANYAN_BENCH_ORDERED_PAGES=1 hands
   // them out in order, as a fresh engine's page pool does.
   const char* ordered = std::getenv("BANYAN_BENCH_ORDERED_PAGES");
-  popt.shuffle_pages = ordered == nullptr || (ordered[0] != '1' && ordered[0] != '3');
-  if (ordered != nullptr && ordered[0] == '2') popt.shuffle_run = kKvTile / popt.page_size;  // tile-sized runs scattered
-  popt.interleave_leaves =
-      ordered != nullptr && ordered[0] == '3';  // the leaves' pages as side-by-side decode takes them
+  const char page_order = ordered != nullptr ? ordered[0] : '0';
+  popt.shuffle_pages = page_order != '1' && page_order != '3';
+  if (page_order == '2') popt.shuffle_run = kKvTile / popt.page_size;  // tile-sized runs scattered
+  popt.interleave_leaves = page_order == '3';  // the leaves' pages as side-by-side decode takes them
   const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree(shape.fanout, shape.length), popt, rng);
   const AttentionPlan& plan = tree.plan;
   KvLayout layout;

@@ -328,10 +328,10 @@ void KvTree::WriteTokens(uint32_t index, absl::Span<const int32_t> tokens, int32
   // append (quadratic in its length).
   const size_t needed = node.tokens.size() + tokens.size();
   if (needed > node.tokens.capacity()) node.tokens.reserve(std::max(needed, 2 * node.tokens.capacity()));
-  // Pages in runs of consecutive ids (PagePool::Allocate), one run per kRunTokens of the node's positions: each
-  // new page right after the node's last where that is free, and a page that starts such a group (node page
-  // index a multiple of `run`) otherwise at the start of a free aligned run, so that leaves decoding side by
-  // side, each taking a page at the same steps as the others, still get a run per group.
+  // Pages in runs of consecutive ids (PagePool::Allocate), one run per kRunTokens of the node's positions: a page
+  // that starts such a group (node page index a multiple of `run`) at the start of a free aligned run, any other
+  // right after the node's last page where that is free, so that leaves decoding side by side, each taking a
+  // page at the same steps as the others, still get a run per group.
   const size_t run = static_cast<size_t>(pool_.run_pages());
   for (int32_t token : tokens) {
     const int64_t pos = node.first_slot + static_cast<int64_t>(node.tokens.size());
