@@ -280,10 +280,11 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     device.num_sms = num_sms_;
     device.ctas_per_sm = ctas_per_sm;
     device.min_chunk = min_chunk_;
-    const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
-                          static_cast<int32_t>(DTypeSize(args.kv_dtype)), kTileRows,
-                          variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0, spread_light_,
-                          variant_ == KernelVariant::kTma ? light_ctas_ : 0};
+    const WorkShape shape{args.num_q_heads, args.layout.num_kv_heads,
+                          args.head_dim(),  static_cast<int32_t>(DTypeSize(args.kv_dtype)),
+                          kTileRows,        variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0,
+                          spread_light_,    variant_ == KernelVariant::kTma ? light_ctas_ : 0,
+                          stream_k_};
     planner_.Plan(*args.plan, shape, device, path);
     grid_ = device.num_ctas();
     return absl::OkStatus();

@@ -183,6 +183,12 @@ class TreeAttention {
   // (WorkShape::spread_light) instead of all at its end. Takes effect at the
   // next Prepare.
   void set_spread_light(bool spread) { SetPlanning(spread_light_, spread); }
+  // How plans of a few long runs (e.g. a few long sequences' decode) are
+  // placed (work_plan.h StreamKMode): kAuto (default) stream-K style where
+  // the cost model expects that to pay; kOff split-K chunks placed whole (the
+  // fixed split); kAlways stream-K wherever it can take the plan (tests and
+  // benchmarks). Takes effect at the next Prepare.
+  void set_stream_k(StreamKMode mode) { SetPlanning(stream_k_, mode); }
   // kTma at head_dim 64 only: how many of the grid's CTAs run the light items
   // (a few rows of one entry, e.g. leaves' own suffixes: WorkShape::light_ctas,
   // work_plan.h) on SMs of their own, one item per warp (kernels/light.cuh),
@@ -288,6 +294,7 @@ class TreeAttention {
   bool group_items_ = true;
   bool use_head_ = true;
   bool spread_light_ = true;
+  StreamKMode stream_k_ = StreamKMode::kAuto;
   int32_t light_ctas_ = -1;
   unsigned long long* trace_items_ = nullptr;
   unsigned long long* trace_merge_ = nullptr;

@@ -250,6 +250,61 @@ TEST(TreeAttentionGpuDecodeTest, RefreshedPlansMatchTheReferenceEveryStep) {
   }
 }
 
+// Long-context decode placed from whole runs (WorkPlan::placement): stream-K
+// (runs cut into unequal pieces over every CTA) and, by default for these
+// memory-bound plans, one wave of equal pieces; a few sequences of 34K-60K
+// tokens (ragged, unaligned starts, scattered pages), head dims 64 and 128,
+// GQA 4:1 and 8:1, on the tensor-core path and the SIMT one, against the
+// reference.
+TEST(TreeAttentionGpuDecodeTest, LongRunPlansMatchTheReference) {
+  BANYAN_SKIP_WITHOUT_GPU();
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  struct Case {
+    int32_t seqs, kv_heads, q_heads, head_dim;
+    PathChoice path;
+  };
+  for (const Case& c : {Case{1, 8, 32, 128, PathChoice::kAuto}, Case{3, 2, 16, 64, PathChoice::kAuto},
+                        Case{2, 4, 16, 128, PathChoice::kFlattened}, Case{3, 2, 8, 64, PathChoice::kPerSequence}}) {
+    SCOPED_TRACE(::testing::Message() << "seqs " << c.seqs << " h" << c.q_heads << "/" << c.kv_heads << " D"
+                                      << c.head_dim);
+    Rng rng(c.seqs * 101 + c.head_dim);
+    std::vector<testing::TreeNode> nodes;
+    for (int32_t s = 0; s < c.seqs; ++s) nodes.push_back({-1, 34000 + static_cast<int32_t>(rng.UniformInt(26000))});
+    const testing::TreePlan tree = testing::BuildTreePlan(nodes, {}, rng);
+    const testing::ProblemOptions options{c.kv_heads, c.q_heads, c.head_dim, 2, 1, DType::kBf16, DType::kBf16};
+    const testing::AttentionProblem p = testing::MakeProblem(tree, options, rng);
+    const int64_t n = int64_t{tree.plan.num_queries} * c.q_heads * c.head_dim;
+    const int64_t nl = int64_t{tree.plan.num_queries} * c.q_heads;
+    std::vector<float> want(n), want_lse(nl);
+    BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
+    BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * 4, nl));
+    for (const StreamKMode mode : {StreamKMode::kAlways, StreamKMode::kAuto}) {
+      BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN
+      BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
+      AttentionArgs args = p.Args(tree.plan, d.out.data(), DType::kF32, d.lse.As<float>());
+      args.kv_pool = d.kv.data();
+      args.q = d.q.data();
+      BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
+      runner->set_stream_k(mode);
+      BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
+      BANYAN_ASSERT_OK(stream.Synchronize());
+      const Placement placement = runner->work_plan().placement;
+      EXPECT_EQ(placement, mode == StreamKMode::kAlways ? Placement::kStreamK : Placement::kOneWave);
+      std::vector<float> got(n), got_lse(nl);
+      BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
+      BANYAN_ASSERT_OK(d.lse.CopyToHost(got_lse.data(), nl * 4));
+      const double err = RelativeError(ToDoubles(got.data(), DType::kF32, n), ToDoubles(want.data(), DType::kF32, n));
+      const double lse_err =
+          RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
+      std::printf("[ runs ] seqs %d h%d/%d D%d placement %d items %zu rel_err %.3g lse_rel_err %.3g\n", c.seqs,
+                  c.q_heads, c.kv_heads, c.head_dim, static_cast<int>(placement), runner->work_plan().items.size(), err,
+                  lse_err);
+      EXPECT_LT(err, 1e-2);
+      EXPECT_LT(lse_err, 2e-3);
+    }
+  }
+}
+
 // PrepareAhead after each step's Run: the next Prepare keeps the guess where
 // the next plan is it (every leaf one token longer), plans afresh where it is
 // not (step 5: one leaf did not grow), and every step matches the reference.

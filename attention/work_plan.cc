@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <utility>
+
+#include "attention/work_plan_stream_k.h"
 
 namespace banyan::attention {
 namespace {
@@ -240,9 +242,45 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
   return best;
 }
 
+// Partial slots row by row (the merge reads one contiguous range per row),
+// from out->entry_num_chunks: entry_partial_base, row_slot_indptr, num_partials.
+void AssignPartialSlots(const AttentionPlan& plan, WorkPlan* work) {
+  WorkPlan& out = *work;
+  out.num_partials = 0;
+  out.row_slot_indptr.assign(static_cast<size_t>(plan.num_queries) + 1, 0);
+  for (int32_t q = 0; q < plan.num_queries; ++q) {
+    for (int32_t i = plan.query_entry_indptr[q]; i < plan.query_entry_indptr[q + 1]; ++i) {
+      const int32_t e = plan.query_entries[i];
+      out.entry_partial_base[e] = out.num_partials;
+      out.num_partials += out.entry_num_chunks[e];
+    }
+    out.row_slot_indptr[q + 1] = out.num_partials;
+  }
+}
+
+// A stream-K plan beats the placed one only by this factor (the model is rough).
+inline constexpr double kStreamKMinGain = 1.1;
+// A one-wave placement must give this share of the CTAs a piece, and cut
+// every run at least in two (H100, long_decode_bench run189: 16 sequences of
+// 32K tokens x 8 KV heads as 128 whole runs, one per CTA, ran 753 us against
+// 707-709 us as 256 chunks or the stream-K cut).
+inline constexpr double kOneWaveMinFill = 0.85;
+inline constexpr int32_t kOneWaveMinPieces = 2;
+// Stream-K is tried for plans of at most this many runs per CTA (many short
+// runs balance under LPT already, and cutting them costs host time) ...
+inline constexpr int32_t kStreamKMaxRunsPerCta = 4;
+// ... and at least this many KV tiles per CTA: shorter plans keep the split's
+// minimum chunk (kMinChunk, measured on the small shapes).
+inline constexpr int32_t kStreamKMinTilesPerCta = 16;
+
 }  // namespace
 
 double ItemCostUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& shape, const DeviceModel& device) {
+  const ItemTimes t = ItemTimesUs(kind, rows, tokens, shape, device);
+  return std::max(t.bytes_us, t.flops_us) + device.item_overhead_us;
+}
+
+ItemTimes ItemTimesUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& shape, const DeviceModel& device) {
   const double ctas = device.num_ctas();
   const double kv_bytes = 2.0 * tokens * shape.head_dim * shape.kv_dtype_bytes;
   const double out_bytes = 4.0 * rows * (shape.head_dim + 1);
@@ -254,7 +292,7 @@ double ItemCostUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& 
   } else {
     flops_us = 4.0 * rows * tokens * shape.head_dim / (device.simt_flops_per_us / ctas);
   }
-  return std::max(bytes_us, flops_us) + device.item_overhead_us;
+  return {bytes_us, flops_us};
 }
 
 // Buffers that live from one Build to the next (their capacity is what is reused).
@@ -276,6 +314,11 @@ struct WorkPlanner::Scratch {
   std::vector<int32_t> heavy, light, order;
   std::vector<int32_t> entry_delta;
   std::vector<char> light_segment;
+  // TryStreamK's
+  std::vector<StreamKRun> runs;
+  std::vector<WorkItem> run_item;
+  std::vector<StreamKPiece> pieces, filled_pieces;
+  std::vector<int32_t> run_pieces, stream_chunks;
 };
 
 WorkPlanner::WorkPlanner() : scratch_(std::make_unique<Scratch>()) {}
@@ -452,16 +495,7 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
       }
     }
   }
-  // Partial slots row by row (the merge reads one contiguous range per row).
-  out.row_slot_indptr.assign(static_cast<size_t>(plan.num_queries) + 1, 0);
-  for (int32_t q = 0; q < plan.num_queries; ++q) {
-    for (int32_t i = plan.query_entry_indptr[q]; i < plan.query_entry_indptr[q + 1]; ++i) {
-      const int32_t e = plan.query_entries[i];
-      out.entry_partial_base[e] = out.num_partials;
-      out.num_partials += out.entry_num_chunks[e];
-    }
-    out.row_slot_indptr[q + 1] = out.num_partials;
-  }
+  AssignPartialSlots(plan, &out);
   // 3. Units of work: one item, or a group of small items (group_small). A
   //    group costs one item overhead plus its items' own work.
   std::vector<Pending>& pending = x.pending;
@@ -541,6 +575,8 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     }
     out.cta_item_indptr.push_back(static_cast<int32_t>(out.items.size()));
   }
+  out.placement = Placement::kChunks;
+  if (shape.stream_k != StreamKMode::kOff && light == 0 && !will_group) TryStreamK(plan, shape, device, &out);
   FillItemEntries(plan, group, &out);
   FillCtaHeads(plan, group, ctas, &out);
   // 5. Completion counts for the fused merge: one per (item, entry touched).
@@ -559,6 +595,104 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
     out.query_items[plan.entry_query[e]] += touching;
   }
   out.fused_merge = std::all_of(out.query_items.begin(), out.query_items.end(), [](int32_t n) { return n > 0; });
+}
+
+void WorkPlanner::TryStreamK(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device,
+                             WorkPlan* work) {
+  Scratch& x = *scratch_;
+  WorkPlan& out = *work;
+  const int32_t group = shape.group();
+  const int32_t ctas = device.num_ctas();
+  const int32_t segments = plan.num_segments();
+  if (ctas < 2) return;
+  // Runs: per segment, KV head and row block, in that order (the blocks of a
+  // KV head read the same KV: neighbours on the cost line run side by side).
+  // An entry's rows must lie in one row block's runs (its chunk count is
+  // theirs): shared tiles must not cut an entry's heads.
+  std::vector<StreamKRun>& runs = x.runs;
+  std::vector<WorkItem>& run_item = x.run_item;
+  runs.clear();
+  run_item.clear();
+  bool memory_bound = true;
+  for (int32_t s = 0; s < segments; ++s) {
+    const int32_t entry_begin = plan.segment_entry_indptr[s];
+    const int32_t entries = plan.segment_entry_indptr[s + 1] - entry_begin;
+    const Mode m = x.mode[s];
+    if (m == Mode::kShared && entries * group > shape.tile_rows && shape.tile_rows % group != 0) return;
+    if (static_cast<int64_t>(runs.size()) +
+            int64_t{RowBlockCount(m, entries, group, shape.tile_rows)} * shape.num_kv_heads >
+        int64_t{kStreamKMaxRunsPerCta} * ctas) {
+      return;
+    }
+    const int32_t kind = static_cast<int32_t>(KindOf(m));
+    for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
+      ForEachRowBlock(m, entries, group, shape.tile_rows, [&](const RowBlock& b) {
+        int32_t limit = 0;
+        for (int32_t e = entry_begin + b.row_begin / group; e <= entry_begin + (b.row_begin + b.row_count - 1) / group;
+             ++e) {
+          limit = std::max(limit, plan.entry_kv_limit[e]);
+        }
+        limit = std::min(limit, plan.segment_length[s]);
+        const ItemTimes t = ItemTimesUs(KindOf(m), b.row_count, kKvTile, shape, device);
+        memory_bound = memory_bound && t.bytes_us >= t.flops_us;
+        const double tile_cost = std::max(t.bytes_us, t.flops_us);
+        runs.push_back({CeilDiv(limit, kKvTile), std::max(tile_cost, 1e-9)});
+        run_item.push_back(WorkItem{s, b.row_begin, b.row_count, h, 0, limit, 0, kind, plan.segment_page_indptr[s],
+                                    plan.segment_first_slot[s], entry_begin, 0});
+      });
+    }
+  }
+  int64_t tiles = 0;
+  for (const StreamKRun& r : runs) tiles += r.tiles;
+  if (tiles < int64_t{kStreamKMinTilesPerCta} * ctas) return;
+  std::vector<StreamKPiece>& pieces = x.pieces;
+  const int32_t per_run = ctas / static_cast<int32_t>(runs.size());
+  const bool one_wave = shape.stream_k == StreamKMode::kAuto && memory_bound && per_run >= kOneWaveMinPieces &&
+                        static_cast<double>(per_run) * runs.size() >= kOneWaveMinFill * ctas;
+  if (one_wave) {
+    CutOneWave(runs, per_run, &pieces, &x.run_pieces);
+  } else {
+    CutStreamK(runs, ctas, &pieces, &x.run_pieces);
+  }
+  // Chunk counts: every entry as many as the most pieces of a run it is in;
+  // runs with fewer get empty pieces (each writes its empty slot) on the CTA
+  // of their last piece.
+  std::vector<int32_t>& chunks = x.stream_chunks;
+  chunks.assign(plan.num_entries(), 0);
+  auto entries_of = [&](const WorkItem& it, auto&& f) {
+    for (int32_t e = ItemFirstEntry(it, group); e <= ItemLastEntry(it, group); ++e) f(e);
+  };
+  for (size_t r = 0; r < runs.size(); ++r) {
+    entries_of(run_item[r], [&](int32_t e) { chunks[e] = std::max(chunks[e], x.run_pieces[r]); });
+  }
+  std::vector<StreamKPiece>& filled = x.filled_pieces;
+  filled.clear();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    filled.push_back(pieces[i]);
+    const StreamKPiece& p = pieces[i];
+    if (p.chunk + 1 != x.run_pieces[p.run]) continue;  // not the run's last piece
+    const int32_t want = chunks[ItemFirstEntry(run_item[p.run], group)];
+    for (int32_t c = p.chunk + 1; c < want; ++c) filled.push_back({p.run, p.cta, p.tile_end, p.tile_end, c});
+  }
+  const double makespan = StreamKMakespan(runs, filled, ctas, device.item_overhead_us);
+  if (!one_wave && shape.stream_k == StreamKMode::kAuto && makespan * kStreamKMinGain >= out.estimated_us) return;
+  // Take it: items by CTA (the pieces are in CTA order), chunk counts, slots.
+  out.placement = one_wave ? Placement::kOneWave : Placement::kStreamK;
+  out.estimated_us = makespan;
+  out.items.clear();
+  out.cta_item_indptr.assign(static_cast<size_t>(ctas) + 1, 0);
+  for (const StreamKPiece& p : filled) {
+    WorkItem it = run_item[p.run];
+    const int32_t limit = it.kv_end;
+    it.kv_begin = std::min(limit, p.tile_begin * kKvTile);
+    it.kv_end = std::min(limit, p.tile_end * kKvTile);
+    it.chunk = p.chunk;
+    out.items.push_back(it);
+    ++out.cta_item_indptr[p.cta + 1];
+  }
+  for (int32_t c = 0; c < ctas; ++c) out.cta_item_indptr[c + 1] += out.cta_item_indptr[c];
+  for (int32_t e = 0; e < plan.num_entries(); ++e) out.entry_num_chunks[e] = chunks[e];
+  AssignPartialSlots(plan, &out);
 }
 
 void WorkPlanner::FillItemEntries(const AttentionPlan& plan, int32_t group, WorkPlan* work) {

@@ -174,6 +174,25 @@ inline constexpr int32_t kLightHeadDim = 64;
 // shared memory and its 12 warps).
 inline constexpr int32_t kLightCtaWarps = 12;
 
+// How the planner places a plan of few long runs (WorkShape::stream_k; a run
+// is everything one row block reads of one segment for one KV head):
+//   kAuto    if the runs are bound by memory in the model and cutting each
+//            into the same number (>= 2) of pieces gives one piece per CTA
+//            for at least 85% of the CTAs: that one wave (Placement::kOneWave; H100,
+//            long_decode_bench: as fast as stream-K or up to 15% faster, a
+//            memory-bound CTA pulls more than its share of HBM while others
+//            idle, and each extra item per CTA costs its start); else
+//            stream-K style (Placement::kStreamK, work_plan_stream_k.h: equal
+//            cost per CTA, runs cut into unequal pieces) where the model
+//            expects that to end at least 10% sooner than the split-K chunks
+//            placed whole; else those chunks (Placement::kChunks).
+//   kOff     always the chunks placed whole (the planner's fixed split).
+//   kAlways  stream-K whenever it can take the plan (tests, benchmarks).
+enum class StreamKMode { kOff, kAuto, kAlways };
+
+// How a WorkPlan's items were placed (StreamKMode).
+enum class Placement { kChunks, kStreamK, kOneWave };
+
 struct WorkShape {
   int32_t num_q_heads = 0;
   int32_t num_kv_heads = 0;
@@ -201,6 +220,10 @@ struct WorkShape {
   // Only for a kernel that runs such CTAs (the TMA kernel), without
   // group_small, and for head_dim kLightHeadDim.
   int32_t light_ctas = 0;
+  // Stream-K placement (StreamKMode) of plans it can take: few runs (segment
+  // x KV head x row block, at most 4 per CTA) of at least 16 KV tiles per CTA
+  // in all, without light CTAs or grouped items.
+  StreamKMode stream_k = StreamKMode::kAuto;
   int32_t group() const { return num_q_heads / num_kv_heads; }
 };
 
@@ -238,6 +261,10 @@ struct WorkPlan {
   // other item (WorkShape::light_ctas); num_ctas when there are no light CTAs
   // (and past any CTA in a plan never built).
   int32_t light_cta_begin = INT32_MAX;
+  // How the items were placed (StreamKMode). Other than kChunks, an entry's
+  // chunks on different KV heads may cover different token ranges, and the
+  // plan is never refreshed (WorkPlanner).
+  Placement placement = Placement::kChunks;
   int32_t num_partials = 0;
   int32_t batched_segments = 0;
   int32_t flattened_segments = 0;
@@ -263,7 +290,8 @@ WorkPlan BuildWorkPlan(const AttentionPlan& plan, const WorkShape& shape, const 
 // valid as a fresh one (every (entry, chunk, head) covered once, the same
 // partial slots and completion counts) but keeps the old cost model's choices
 // and balance; a fresh build runs at least every kMaxRefreshes + 1 calls, and
-// never refreshes a plan with grouped items (WorkItem::group). O(items +
+// never refreshes a plan with grouped items (WorkItem::group) or one placed
+// from whole runs (WorkPlan::placement). O(items +
 // entries) instead of BuildWorkPlan's sorting and placement.
 // Thread-compatible (one planner per thread); movable.
 class WorkPlanner {
@@ -296,6 +324,9 @@ class WorkPlanner {
                   PathChoice choice) const;
   void Refresh(const AttentionPlan& plan, const WorkShape& shape);
   void Remember(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device, PathChoice choice);
+  // Replaces the placed items of `work` by a one-wave or stream-K placement
+  // of whole runs where StreamKMode says so; leaves it as it is otherwise.
+  void TryStreamK(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device, WorkPlan* work);
 
   // Per item: the first entry's row, limit and partial base (WorkPlan::item_entry).
   static void FillItemEntries(const AttentionPlan& plan, int32_t group, WorkPlan* out);
@@ -332,6 +363,14 @@ double ConsecutivePageTileShare(const AttentionPlan& plan, const WorkPlan& work)
 // much a CTA has to do beyond starting (the TMA kernel's short-plan feed,
 // TreeAttention::kTmaShortPlanTilesPerCta). 0 for a plan with no CTAs.
 double BatchedTilesPerCta(const WorkPlan& work);
+
+// The model's time in microseconds for one item's KV bytes and for its math
+// (ItemCostUs is the larger plus the item overhead).
+struct ItemTimes {
+  double bytes_us;
+  double flops_us;
+};
+ItemTimes ItemTimesUs(ItemKind kind, int32_t rows, int32_t tokens, const WorkShape& shape, const DeviceModel& device);
 
 // The model's cost in microseconds of one item of `kind` with `rows` rows over
 // `tokens` tokens (exposed for tests and benchmarks).

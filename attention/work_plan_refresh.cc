@@ -12,7 +12,7 @@ namespace {
 bool SameShape(const WorkShape& a, const WorkShape& b) {
   return a.num_q_heads == b.num_q_heads && a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim &&
          a.kv_dtype_bytes == b.kv_dtype_bytes && a.tile_rows == b.tile_rows && a.group_small == b.group_small &&
-         a.spread_light == b.spread_light && a.light_ctas == b.light_ctas;
+         a.spread_light == b.spread_light && a.light_ctas == b.light_ctas && a.stream_k == b.stream_k;
 }
 
 bool SameDevice(const DeviceModel& a, const DeviceModel& b) {
@@ -53,7 +53,9 @@ void WorkPlanner::Remember(const AttentionPlan& plan, const WorkShape& shape, co
                            PathChoice choice) {
   refreshes_ = 0;
   // A grouped item must stay within one KV tile, which a longer segment can break.
-  have_plan_ = std::none_of(plan_.items.begin(), plan_.items.end(), [](const WorkItem& it) { return it.group != 0; });
+  // A stream-K piece's token range is its own, not a chunk length's multiple.
+  have_plan_ = plan_.placement == Placement::kChunks &&
+               std::none_of(plan_.items.begin(), plan_.items.end(), [](const WorkItem& it) { return it.group != 0; });
   shape_ = shape;
   device_ = device;
   choice_ = choice;

@@ -649,6 +649,122 @@ TEST(WorkPlannerTest, OtherTopologiesAreBuilt) {
   EXPECT_FALSE(planner.last_refreshed());
 }
 
+// Every (entry, KV head)'s items of `wp` tile its tokens [0, limit) in
+// chunk order (empty filler chunks aside).
+void ExpectPiecesTileEachRun(const AttentionPlan& plan, const WorkPlan& wp, int32_t group) {
+  std::map<std::pair<int32_t, int32_t>, std::vector<std::pair<int32_t, int32_t>>> ranges;  // per chunk
+  for (const WorkItem& it : wp.items) {
+    auto& r = ranges[{it.row_begin / group + it.entry_begin, it.kv_head}];
+    if (static_cast<int32_t>(r.size()) <= it.chunk) r.resize(it.chunk + 1, {-1, -1});
+    r[it.chunk] = {it.kv_begin, it.kv_end};
+  }
+  for (const auto& [key, r] : ranges) {
+    int32_t next = 0;
+    for (const auto& [begin, end] : r) {
+      EXPECT_EQ(begin, begin == end ? begin : next) << "entry " << key.first << " head " << key.second;
+      next = std::max(next, end);
+    }
+    EXPECT_EQ(next, plan.entry_kv_limit[key.first]);
+  }
+}
+
+// A few long sequences on a device with more CTAs than (sequence, KV head)
+// runs, where whole split-K chunks leave a partly filled last wave: with
+// StreamKMode::kAuto the planner places them in one wave (where cutting each
+// run into the same number of pieces fills >= 85% of the CTAs) or stream-K
+// style (then with a makespan at least 10% under the fixed split's); the
+// plan stays valid down to its items merging to the reference; such a plan
+// is never refreshed. kOff: the fixed split as before; kAlways: stream-K.
+TEST(WorkPlanStreamKTest, FewLongSequencesArePlacedFromWholeRuns) {
+  struct StreamCase {
+    Case c;
+    int32_t sms;
+    StreamKMode mode;
+    Placement want;
+  };
+  for (const StreamCase& sc :
+       {StreamCase{Case{1, 1, 2, 8, false, PathChoice::kAuto, 1}, 5, StreamKMode::kAuto, Placement::kStreamK},
+        StreamCase{Case{1, 3, 2, 4, false, PathChoice::kAuto, 1}, 5, StreamKMode::kAuto, Placement::kStreamK},
+        StreamCase{Case{1, 2, 1, 8, false, PathChoice::kFlattened, 1}, 5, StreamKMode::kAuto, Placement::kStreamK},
+        StreamCase{Case{1, 2, 2, 8, false, PathChoice::kPerSequence, 1}, 5, StreamKMode::kAuto, Placement::kStreamK},
+        StreamCase{Case{1, 1, 2, 8, false, PathChoice::kAuto, 1}, 9, StreamKMode::kAuto, Placement::kOneWave},
+        StreamCase{Case{1, 3, 2, 8, false, PathChoice::kAuto, 1}, 13, StreamKMode::kAuto, Placement::kOneWave},
+        StreamCase{Case{1, 3, 2, 8, false, PathChoice::kAuto, 1}, 13, StreamKMode::kAlways, Placement::kStreamK}}) {
+    const Case& c = sc.c;
+    SCOPED_TRACE(::testing::Message() << "sequences " << c.leaves << " kv heads " << c.kv_heads << " sms " << sc.sms);
+    Rng rng(c.leaves * 31 + c.kv_heads + sc.sms);
+    // Equal lengths (a random one per case): whole chunks then fill waves predictably.
+    const std::vector<testing::TreeNode> nodes(c.leaves, {-1, 12000 + static_cast<int32_t>(rng.UniformInt(4000))});
+    const testing::TreePlan tree = testing::BuildTreePlan(nodes, {}, rng);
+    const testing::AttentionProblem p =
+        testing::MakeProblem(tree, {c.kv_heads, c.q_heads, 64, 1, 0, DType::kBf16, DType::kF32}, rng);
+    DeviceModel device;
+    device.num_sms = sc.sms;
+    WorkShape shape{c.q_heads, c.kv_heads, 64, 2};
+    shape.stream_k = StreamKMode::kOff;
+    const WorkPlan fixed = BuildWorkPlan(tree.plan, shape, device, c.choice);
+    EXPECT_EQ(fixed.placement, Placement::kChunks);
+    shape.stream_k = sc.mode;
+    WorkPlanner planner;
+    const WorkPlan& wp = planner.Plan(tree.plan, shape, device, c.choice);
+    ASSERT_EQ(wp.placement, sc.want);
+    if (sc.want == Placement::kStreamK && sc.mode == StreamKMode::kAuto) {
+      EXPECT_LT(wp.estimated_us * 1.1, fixed.estimated_us);
+    }
+    if (sc.want == Placement::kOneWave) {
+      for (int32_t cta = 0; cta < device.num_ctas(); ++cta) {
+        EXPECT_LE(wp.cta_item_indptr[cta + 1] - wp.cta_item_indptr[cta], 1) << "cta " << cta;
+      }
+    }
+    ExpectValidWorkPlan(c, tree, p, device, wp);
+    ExpectPiecesTileEachRun(tree.plan, wp, c.q_heads / c.kv_heads);
+    planner.Plan(tree.plan, shape, device, c.choice);
+    EXPECT_FALSE(planner.last_refreshed());
+  }
+}
+
+// Issue-size long-context decode (h32/8, head dim 128, 131,072 tokens, 1-8
+// sequences, the H100's 132 CTAs): the default places it in one wave (at
+// most one item per CTA, >= 85% of the CTAs busy); forced stream-K gives
+// every CTA its even share of tiles within one, at most three items each.
+TEST(WorkPlanStreamKTest, LongContextDecodeFillsOneWaveOrEveryCtaEvenly) {
+  const DeviceModel device;
+  for (const int32_t seqs : {1, 2, 3, 8}) {
+    SCOPED_TRACE(::testing::Message() << "sequences " << seqs);
+    Rng rng(seqs);
+    std::vector<testing::TreeNode> nodes(seqs, testing::TreeNode{-1, 131072});
+    testing::PlanOptions opt;
+    opt.shuffle_pages = false;
+    const testing::TreePlan tree = testing::BuildTreePlan(nodes, opt, rng);
+    WorkShape shape{32, 8, 128, 2};
+    const WorkPlan wave = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+    ASSERT_EQ(wave.placement, Placement::kOneWave);
+    int32_t busy = 0;
+    for (int32_t cta = 0; cta < device.num_ctas(); ++cta) {
+      const int32_t n = wave.cta_item_indptr[cta + 1] - wave.cta_item_indptr[cta];
+      EXPECT_LE(n, 1) << "cta " << cta;
+      busy += n;
+    }
+    EXPECT_GE(busy, 0.85 * device.num_ctas());
+    shape.stream_k = StreamKMode::kAlways;
+    const WorkPlan wp = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+    ASSERT_EQ(wp.placement, Placement::kStreamK);
+    const int64_t total_tiles = int64_t{seqs} * 8 * 131072 / kKvTile;
+    const int64_t share = (total_tiles + device.num_ctas() - 1) / device.num_ctas();
+    for (int32_t cta = 0; cta < device.num_ctas(); ++cta) {
+      int64_t tiles = 0;
+      for (int32_t i = wp.cta_item_indptr[cta]; i < wp.cta_item_indptr[cta + 1]; ++i) {
+        tiles += (wp.items[i].kv_end - wp.items[i].kv_begin) / kKvTile;
+      }
+      EXPECT_LE(tiles, share + 1) << "cta " << cta;
+      EXPECT_GE(tiles, share - 2) << "cta " << cta;
+      EXPECT_LE(wp.cta_item_indptr[cta + 1] - wp.cta_item_indptr[cta], 3) << "cta " << cta;
+    }
+    ExpectPiecesTileEachRun(tree.plan, wp, 4);
+    ExpectPiecesTileEachRun(tree.plan, wave, 4);
+  }
+}
+
 // The engine's decode shape (256 leaves, h32/8, D 64, 2,048 shared tokens,
 // 64-token suffixes: 2,048 light items): the model gives the light items CTAs
 // of their own, fewer than half of the grid (the H100 measured 36 best with

@@ -53,6 +53,8 @@
 //            programmatic dependent launch (TreeAttention::set_overlap_start(false))
 //   BANYAN_BENCH_LIGHT_CTAS=n                    kTma's light CTAs: n (0: none; -1: the
 //            cost model's count, the default) (TreeAttention::set_light_ctas)
+//   BANYAN_BENCH_STREAM_K=off|auto|always        stream-K placement of plans it can take
+//            (TreeAttention::set_stream_k; default auto)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +70,7 @@
 #include "attention/tree_attention.h"
 #include "bench/bench_median.h"
 #include "bench/bench_status.h"
+#include "bench/event_timer.h"
 #include "benchmark/benchmark.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
@@ -250,24 +253,28 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (const char* light = std::getenv("BANYAN_BENCH_LIGHT_CTAS"); light != nullptr) {  // A/B of set_light_ctas
     (*runner)->set_light_ctas(std::atoi(light));
   }
+  if (const char* sk = std::getenv("BANYAN_BENCH_STREAM_K"); sk != nullptr) {  // A/B of set_stream_k
+    const std::string_view mode(sk);
+    (*runner)->set_stream_k(mode == "off"      ? StreamKMode::kOff
+                            : mode == "always" ? StreamKMode::kAlways
+                                               : StreamKMode::kAuto);
+  }
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
   auto start = gpu::Event::Create();
   auto stop = gpu::Event::Create();
+  auto timer = bench::EventTimer::Create();
   BENCH_OK(start.status());
   BENCH_OK(stop.status());
+  BENCH_OK(timer.status());
   std::vector<double> times;
   for (auto _ : state) {
     BENCH_OK(BANYAN_CUDA_STATUS(cudaMemsetAsync(flush->data(), static_cast<int>(times.size() & 0xff), flush->size(),
                                                 stream->get())));
-    BENCH_OK(start->Record(stream->get()));
-    BENCH_OK((*runner)->Run(args, stream->get()));
-    BENCH_OK(stop->Record(stream->get()));
-    BENCH_OK(stream->Synchronize());
-    auto ms = stop->ElapsedMsSince(*start);
-    BENCH_OK(ms.status());
-    state.SetIterationTime(*ms / 1e3);
-    times.push_back(*ms * 1e3);
+    auto us = timer->TimeUs(stream->get(), [&] { return (*runner)->Run(args, stream->get()); });
+    BENCH_OK(us.status());
+    state.SetIterationTime(*us / 1e6);
+    times.push_back(*us);
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
@@ -363,6 +370,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   state.counters["items"] = static_cast<double>((*runner)->work_plan().items.size());
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
   state.counters["light_ctas"] = (*runner)->grid_size() - (*runner)->work_plan().light_cta_begin;
+  state.counters["placement"] = static_cast<int>((*runner)->work_plan().placement);  // 0 chunks, 1 stream-K, 2 one wave
   Row& row = Results()[shape.name];
   row.floor = floor_us;
   row.*v.cell = median;
