@@ -35,6 +35,7 @@
 #include "bench/bench_median.h"
 #include "bench/bench_status.h"
 #include "bench/event_timer.h"
+#include "bench/long_sequences.h"
 #include "benchmark/benchmark.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
@@ -129,20 +130,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
     state.SkipWithError("no GPU");
     return;
   }
-  Rng rng(7);
-  testing::PlanOptions popt;
-  popt.random_first_slot = false;
-  popt.shuffle_pages = false;  // a fresh pool's order (kv_tree hands out runs of pages)
-  const std::vector<testing::TreeNode> nodes(shape.batch, testing::TreeNode{-1, shape.length});
-  const testing::TreePlan tree = testing::BuildTreePlan(nodes, popt, rng);
-  const AttentionPlan& plan = tree.plan;
-  KvLayout layout;
-  layout.num_layers = 1;
-  layout.num_kv_heads = kKvHeads;
-  layout.head_dim = kHeadDim;
-  layout.page_size = plan.page_size;
-  layout.num_pages = tree.num_pages;
-  layout.dtype_bytes = 2;
+  const bench::LongSequences seqs = bench::MakeLongSequences(shape.batch, shape.length, kKvHeads, kHeadDim, 7);
+  const AttentionPlan& plan = seqs.tree.plan;
+  const KvLayout& layout = seqs.layout;
   const int64_t q_elems = int64_t{plan.num_queries} * kQHeads * kHeadDim;
   auto stream = gpu::Stream::Create();
   BENCH_OK(stream.status());

@@ -30,6 +30,7 @@
 #include "attention/tree_attention.h"
 #include "banyan/status_macros.h"
 #include "bench/bench_median.h"
+#include "bench/long_sequences.h"
 #include "sdk/gpu/cuda_status.h"
 #include "sdk/gpu/device_buffer.h"
 
@@ -53,12 +54,8 @@ double NowUs() {
 // One step on `shards` devices (1: the plain single-GPU path): median us of
 // the whole step and of the combine alone.
 absl::Status TimeStep(int32_t batch, int32_t length, int shards, double* step_us, double* combine_us) {
-  Rng rng(5);
-  testing::PlanOptions popt;
-  popt.random_first_slot = false;
-  popt.shuffle_pages = false;
-  const std::vector<testing::TreeNode> nodes(batch, testing::TreeNode{-1, length});
-  const testing::TreePlan tree = testing::BuildTreePlan(nodes, popt, rng);
+  const bench::LongSequences seqs = bench::MakeLongSequences(batch, length, kKvHeads, kHeadDim, 5);
+  const testing::TreePlan& tree = seqs.tree;
   BANYAN_ASSIGN_OR_RETURN(std::vector<PlanShard> plan_shards, ShardPlan(tree.plan, shards));
   const int64_t pairs = int64_t{tree.plan.num_queries} * kQHeads;
   std::vector<ncclComm_t> comms(shards);
@@ -75,13 +72,8 @@ absl::Status TimeStep(int32_t batch, int32_t length, int shards, double* step_us
     BANYAN_RETURN_IF_ERROR(BANYAN_CUDA_STATUS(cudaSetDevice(i)));
     BANYAN_ASSIGN_OR_RETURN(gpu::Stream stream, gpu::Stream::Create());
     d.stream = std::make_unique<gpu::Stream>(std::move(stream));
-    KvLayout layout;
-    layout.num_layers = 1;
-    layout.num_kv_heads = kKvHeads;
-    layout.head_dim = kHeadDim;
-    layout.page_size = tree.plan.page_size;
+    KvLayout layout = seqs.layout;  // this device's pool: its shard's pages only
     layout.num_pages = static_cast<int64_t>(plan_shards[i].source_pages.size());
-    layout.dtype_bytes = 2;
     BANYAN_ASSIGN_OR_RETURN(d.pool, gpu::DeviceBuffer::Allocate(layout.TotalBytes()));
     BANYAN_ASSIGN_OR_RETURN(d.q, gpu::DeviceBuffer::Allocate(pairs * kHeadDim * 2));
     BANYAN_ASSIGN_OR_RETURN(d.out, gpu::DeviceBuffer::Allocate(pairs * kHeadDim * 4));
@@ -163,14 +155,8 @@ absl::Status TimeStep(int32_t batch, int32_t length, int shards, double* step_us
 
 int main() {
   using namespace banyan::attention;
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
-    std::printf("no GPU\n");
-    return 0;
-  }
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  std::printf("%d x %s\n", devices, prop.name);
+  const int devices = banyan::bench::PrintGpus();
+  if (devices == 0) return 0;
   std::printf("%-14s %6s %10s %10s %8s %10s\n", "shape", "gpus", "step_us", "combine_us", "speedup", "KV GB/s/gpu");
   for (const int32_t batch : {1, 4}) {
     for (const int32_t length : {262144, 524288, 1048576}) {

@@ -1,0 +1,214 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "attention/kernels/sparq.cuh"
+#include "attention/sparq.h"
+#include "banyan/status_macros.h"
+#include "sdk/gpu/cuda_status.h"
+
+namespace banyan::attention {
+namespace {
+
+using kernels::SparqParams;
+
+int64_t Align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Byte offsets of the scratch arrays (kernels/sparq.cuh SparqParams).
+struct ScratchLayout {
+  int64_t logits, chunk_stats, lse2, score, hist, chunk_counts, positions, alpha_part, partial, total;
+};
+ScratchLayout LayoutFor(int64_t pairs, int32_t group, int32_t max_length, int32_t score_chunks, int32_t select_chunks,
+                        int32_t k, int32_t att_chunks, int32_t head_dim) {
+  ScratchLayout s{};
+  int64_t at = 0;
+  auto take = [&](int64_t bytes) {
+    const int64_t here = at;
+    at += Align(bytes);
+    return here;
+  };
+  s.logits = take(pairs * group * int64_t{max_length} * 4);
+  s.chunk_stats = take(pairs * score_chunks * group * 2 * 4);
+  s.lse2 = take(pairs * group * 4);
+  s.score = take(pairs * int64_t{max_length} * 4);
+  s.hist = take(pairs * 3 * kernels::kSparqBins * 4);
+  s.chunk_counts = take(pairs * select_chunks * 2 * 4);
+  s.positions = take(pairs * int64_t{k} * 4);
+  s.alpha_part = take(pairs * select_chunks * group * 4);
+  s.partial = take(pairs * group * att_chunks * int64_t{head_dim + 2} * 4);
+  s.total = at;
+  return s;
+}
+
+template <typename T, int D, int G>
+absl::Status Launch(const SparqParams& p, int32_t num_seqs, cudaStream_t stream) {
+  const dim3 score_grid(p.score_chunks, p.num_kv_heads, num_seqs);
+  kernels::SparqApproxLogits<T, D, G><<<score_grid, kernels::kSparqScoreThreads, 0, stream>>>(p);
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  kernels::SparqScores<<<score_grid, kernels::kSparqScoreThreads, 0, stream>>>(p);
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  const dim3 select_grid(p.select_chunks, p.num_kv_heads, num_seqs);
+  for (const int level : {2, 3}) {
+    kernels::SparqRefine<<<select_grid, kernels::kSparqSelectThreads, 0, stream>>>(p, level);
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  }
+  kernels::SparqCount<<<select_grid, kernels::kSparqSelectThreads, 0, stream>>>(p);
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  kernels::SparqWrite<<<select_grid, kernels::kSparqSelectThreads, 0, stream>>>(p);
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  kernels::SparqGatherAttend<T, D, G>
+      <<<dim3(p.att_chunks, p.num_kv_heads, num_seqs), kernels::kSparqAttThreads, 0, stream>>>(p);
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  kernels::SparqFinalize<D><<<dim3(p.group, p.num_kv_heads, num_seqs), D, 0, stream>>>(p);
+  return BANYAN_CUDA_STATUS(cudaGetLastError());
+}
+
+template <typename T, int D>
+absl::Status LaunchForGroup(const SparqParams& p, int32_t num_seqs, cudaStream_t stream) {
+  // The group rounded up to a power of two: register arrays sized at compile time.
+  if (p.group <= 1) return Launch<T, D, 1>(p, num_seqs, stream);
+  if (p.group <= 2) return Launch<T, D, 2>(p, num_seqs, stream);
+  if (p.group <= 4) return Launch<T, D, 4>(p, num_seqs, stream);
+  if (p.group <= 8) return Launch<T, D, 8>(p, num_seqs, stream);
+  return Launch<T, D, kernels::kSparqMaxGroup>(p, num_seqs, stream);
+}
+
+template <typename T>
+absl::Status LaunchFor(int32_t head_dim, const SparqParams& p, int32_t num_seqs, cudaStream_t stream) {
+  return head_dim == 64 ? LaunchForGroup<T, 64>(p, num_seqs, stream) : LaunchForGroup<T, 128>(p, num_seqs, stream);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SparqAttention>> SparqAttention::Create() {
+  return std::unique_ptr<SparqAttention>(new SparqAttention());
+}
+
+absl::Status SparqAttention::Run(const SparqArgs& args, cudaStream_t stream) {
+  BANYAN_RETURN_IF_ERROR(ValidateSparqArgs(args, /*plan_on_host=*/false));
+  if (args.kv_dtype == DType::kF32 || args.q_dtype != args.kv_dtype) {
+    return absl::InvalidArgumentError("sparq (GPU): KV and q must both be bf16 or both fp16");
+  }
+  if (args.group_size() > kernels::kSparqMaxGroup) {
+    return absl::InvalidArgumentError(absl::StrCat("sparq (GPU): ", args.group_size(),
+                                                   " query heads per KV head, at most ", kernels::kSparqMaxGroup));
+  }
+  if (args.k_transposed == nullptr || (args.config.reallocate_mean && args.v_mean == nullptr)) {
+    return absl::InvalidArgumentError("sparq (GPU): k_transposed (and v_mean with reallocate_mean) must be set");
+  }
+  if (args.num_seqs == 0) return absl::OkStatus();
+  const int32_t d = args.head_dim(), group = args.group_size();
+  const int64_t pairs = int64_t{args.num_seqs} * args.layout.num_kv_heads;
+  if (args.layout.page_size % 4 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparq (GPU): page_size ", args.layout.page_size, " not a multiple of 4"));
+  }
+  // Rows of the per-token scratch padded to 16 tokens (16-byte vector loads).
+  const int32_t stride = (args.max_length + 15) / 16 * 16;
+  const int32_t score_chunks = (args.max_length + kernels::kSparqScoreChunk - 1) / kernels::kSparqScoreChunk;
+  const int32_t select_chunks = (args.max_length + kernels::kSparqSelectChunk - 1) / kernels::kSparqSelectChunk;
+  const int32_t k = std::min(args.config.k, args.max_length);  // no sequence selects more
+  const int32_t att_chunks = (std::min(k, args.max_length) + kernels::kSparqAttChunk - 1) / kernels::kSparqAttChunk;
+  if (att_chunks > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("sparq (GPU): k = ", k, " above ", 1024 * kernels::kSparqAttChunk));
+  }
+  const ScratchLayout s = LayoutFor(pairs, group, stride, score_chunks, select_chunks, k, att_chunks, d);
+  if (scratch_.size() < static_cast<size_t>(s.total)) {
+    BANYAN_ASSIGN_OR_RETURN(scratch_, gpu::DeviceBuffer::Allocate(static_cast<size_t>(s.total)));
+  }
+  char* base = static_cast<char*>(scratch_.data());
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(base + s.hist, 0, pairs * 3 * kernels::kSparqBins * 4, stream));
+  SparqParams p{};
+  p.kv_pool = args.kv_pool;
+  p.k_t = args.k_transposed;
+  p.page_elems = args.layout.PageElements();
+  p.num_pages = args.layout.num_pages;
+  p.layer = args.layer;
+  p.num_kv_heads = args.layout.num_kv_heads;
+  p.page_size = args.layout.page_size;
+  p.group = group;
+  p.seq_page_indptr = args.seq_page_indptr;
+  p.page_indices = args.page_indices;
+  p.seq_length = args.seq_length;
+  p.q = args.q;
+  p.q_dtype = static_cast<int32_t>(args.q_dtype);
+  p.scale_log2 = args.scale * kernels::kLog2e;
+  p.r = args.config.r;
+  p.k = k;
+  p.window = args.config.local_window;
+  p.reallocate_mean = args.config.reallocate_mean ? 1 : 0;
+  p.v_mean = args.v_mean;
+  p.out = args.out;
+  p.out_dtype = static_cast<int32_t>(args.out_dtype);
+  p.max_length = stride;
+  p.score_chunks = score_chunks;
+  p.select_chunks = select_chunks;
+  p.att_chunks = att_chunks;
+  p.logits = reinterpret_cast<float*>(base + s.logits);
+  p.chunk_stats = reinterpret_cast<float*>(base + s.chunk_stats);
+  p.lse2 = reinterpret_cast<float*>(base + s.lse2);
+  p.score = reinterpret_cast<float*>(base + s.score);
+  p.hist = reinterpret_cast<uint32_t*>(base + s.hist);
+  p.chunk_counts = reinterpret_cast<uint32_t*>(base + s.chunk_counts);
+  p.positions = reinterpret_cast<int32_t*>(base + s.positions);
+  p.alpha_part = reinterpret_cast<float*>(base + s.alpha_part);
+  p.partial = reinterpret_cast<float*>(base + s.partial);
+  positions_offset_ = s.positions;
+  alpha_offset_ = s.alpha_part;
+  last_select_chunks_ = select_chunks;
+  last_k_ = k;
+  last_group_ = group;
+  last_kv_heads_ = args.layout.num_kv_heads;
+  return args.kv_dtype == DType::kBf16 ? LaunchFor<__nv_bfloat16>(d, p, args.num_seqs, stream)
+                                       : LaunchFor<__half>(d, p, args.num_seqs, stream);
+}
+
+absl::Status SparqAttention::CopySelection(int32_t seq, int32_t kv_head, int32_t length, SparqSelection* out,
+                                           cudaStream_t stream) const {
+  if (last_k_ == 0 || length < 1 || kv_head < 0 || kv_head >= last_kv_heads_ || seq < 0 ||
+      (length + kernels::kSparqSelectChunk - 1) / kernels::kSparqSelectChunk > last_select_chunks_) {
+    return absl::InvalidArgumentError("sparq (GPU): no such selection in the last Run");
+  }
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  const int64_t pair = int64_t{seq} * last_kv_heads_ + kv_head;
+  const int32_t count = std::min(last_k_, length);
+  const int32_t chunks = (length + kernels::kSparqSelectChunk - 1) / kernels::kSparqSelectChunk;
+  const char* base = static_cast<const char*>(scratch_.data());
+  out->positions.resize(count);
+  std::vector<float> parts(static_cast<size_t>(chunks) * last_group_);
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpy(out->positions.data(), base + positions_offset_ + pair * last_k_ * 4,
+                                         int64_t{count} * 4, cudaMemcpyDeviceToHost));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpy(parts.data(),
+                                         base + alpha_offset_ + pair * last_select_chunks_ * last_group_ * 4,
+                                         parts.size() * 4, cudaMemcpyDeviceToHost));
+  out->alpha.assign(last_group_, 0.0);
+  for (int32_t c = 0; c < chunks; ++c) {
+    for (int32_t h = 0; h < last_group_; ++h) out->alpha[h] += parts[static_cast<size_t>(c) * last_group_ + h];
+  }
+  out->components.clear();
+  return absl::OkStatus();
+}
+
+absl::Status WriteKTransposed(const KvLayout& layout, DType dtype, const void* kv_pool, void* k_transposed,
+                              cudaStream_t stream) {
+  if (dtype == DType::kF32 || layout.dtype_bytes != static_cast<int32_t>(DTypeSize(dtype))) {
+    return absl::InvalidArgumentError("write k transposed: a 16-bit pool whose layout says so");
+  }
+  if (layout.num_pages == 0 || layout.num_layers == 0) return absl::OkStatus();
+  const dim3 grid(static_cast<unsigned>(layout.num_pages), layout.num_layers);
+  if (dtype == DType::kBf16) {
+    kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(kv_pool),
+                                                       static_cast<__nv_bfloat16*>(k_transposed), layout.num_pages,
+                                                       layout.PageElements(), layout.page_size, layout.head_dim);
+  } else {
+    kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(static_cast<const __half*>(kv_pool),
+                                                       static_cast<__half*>(k_transposed), layout.num_pages,
+                                                       layout.PageElements(), layout.page_size, layout.head_dim);
+  }
+  return BANYAN_CUDA_STATUS(cudaGetLastError());
+}
+
+}  // namespace banyan::attention

@@ -1,0 +1,65 @@
+// SparqAttention: SparQ attention (sparq_args.h) on the GPU, five launches on
+// one stream (kernels/sparq.cuh): approximate scores from r components of the
+// second (transposed) K copy, the top-k selection per sequence and KV head,
+// exact attention over the selected tokens, the mean-value term.
+//
+//   BANYAN_ASSIGN_OR_RETURN(auto sparq, SparqAttention::Create());
+//   BANYAN_RETURN_IF_ERROR(WriteKTransposed(layout, DType::kBf16, pool, k_t, stream));  // once per fill
+//   BANYAN_RETURN_IF_ERROR(sparq->Run(args, stream));
+//
+// Pointers in SparqArgs are device pointers here (the plan arrays too);
+// args.max_length must bound every seq_length (it sizes the scratch).
+// Supported: KV and q bf16 or fp16 (the same type), head_dim 64 and 128, up
+// to kSparqMaxGroup (16) query heads per KV head, any out dtype.
+// Errors: kInvalidArgument (ValidateSparqArgs without the plan checks, or an
+// unsupported dtype / group / a null k_transposed or v_mean), CUDA errors
+// (cuda_status.h). Run never synchronizes with the host.
+// Thread-compatible: one runner per stream.
+#ifndef BANYAN_ATTENTION_SPARQ_H_
+#define BANYAN_ATTENTION_SPARQ_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "attention/kv_layout.h"
+#include "attention/reference/sparq_reference.h"
+#include "attention/sparq_args.h"
+#include "sdk/base/tensor_view.h"
+#include "sdk/gpu/device_buffer.h"
+
+namespace banyan::attention {
+
+class SparqAttention {
+ public:
+  static absl::StatusOr<std::unique_ptr<SparqAttention>> Create();
+
+  // Queues SparQ attention of args on `stream` (grows the scratch first when
+  // needed, which synchronizes the device once).
+  [[nodiscard]] absl::Status Run(const SparqArgs& args, cudaStream_t stream);
+
+  // Tests: the last Run's selection of (seq, kv_head) for a sequence of
+  // `length` tokens: its min(k, length) positions and alpha per head of the
+  // group, copied to the host (synchronizes `stream`).
+  [[nodiscard]] absl::Status CopySelection(int32_t seq, int32_t kv_head, int32_t length, SparqSelection* out,
+                                           cudaStream_t stream) const;
+
+ private:
+  SparqAttention() = default;
+  gpu::DeviceBuffer scratch_;
+  int64_t positions_offset_ = 0, alpha_offset_ = 0;  // bytes into scratch_ of the last Run
+  int32_t last_k_ = 0, last_group_ = 0, last_kv_heads_ = 0, last_select_chunks_ = 0;
+};
+
+// Writes the second K copy (KvTransposedOffset) of every layer, page and KV
+// head of the pool on `stream`. Returns kInvalidArgument for fp32 or a
+// layout whose dtype_bytes disagree with `dtype`.
+[[nodiscard]] absl::Status WriteKTransposed(const KvLayout& layout, DType dtype, const void* kv_pool,
+                                            void* k_transposed, cudaStream_t stream);
+
+}  // namespace banyan::attention
+
+#endif  // BANYAN_ATTENTION_SPARQ_H_
