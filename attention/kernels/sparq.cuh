@@ -440,18 +440,26 @@ __global__ void __launch_bounds__(kSparqSelectThreads) SparqWrite(SparqParams p)
   __syncthreads();
   uint32_t at = sel_before_chunk + sel_before;
   run = eq_before;
-  float alpha[kSparqMaxGroup];
-#pragma unroll
-  for (int h = 0; h < kSparqMaxGroup; ++h) alpha[h] = 0.0f;
+  uint32_t mask = 0;  // bit u: token t_first + u is selected
 #pragma unroll
   for (int u = 0; u < kPer; ++u) {
     const int t = t_first + u;
     if (t >= length || !take(v[u], run)) continue;
+    mask |= 1u << u;
     p.positions[pair * p.k + at++] = t;
+  }
+  // alpha: the selected tokens' approximate probabilities, every load of a head in flight at once.
+  float alpha[kSparqMaxGroup];
 #pragma unroll
-    for (int h = 0; h < kSparqMaxGroup; ++h) {
-      if (h < p.group) alpha[h] += exp2f(p.logits[(pair * p.group + h) * p.max_length + t] - lse2[h]);
-    }
+  for (int h = 0; h < kSparqMaxGroup; ++h) {
+    alpha[h] = 0.0f;
+    if (h >= p.group || mask == 0) continue;
+    const float* row = p.logits + (pair * p.group + h) * p.max_length + t_first;
+    float x[kPer];
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) x[u] = (mask >> u) & 1u ? row[u] : -CUDART_INF_F;
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) alpha[h] += exp2f(x[u] - lse2[h]);
   }
   for (int h = 0; h < p.group; ++h) {
     const float a = BlockSum(alpha[h], sh.red);
@@ -459,10 +467,22 @@ __global__ void __launch_bounds__(kSparqSelectThreads) SparqWrite(SparqParams p)
   }
 }
 
+// A group of D / 8 lanes attends one gathered token at a time, lane s of the
+// group holding dimensions [8 s, 8 s + 8) (one 16-byte load of K and of V, a
+// 4- or 3-level shuffle per dot): 256 / D tokens per warp step, each lane
+// group with its own online-softmax state per head, merged at the end (lane
+// groups by shuffles, then warps through shared memory). Eight values of o
+// per head and lane keep the registers low enough for 3 CTAs per SM up to 4
+// heads per group (2 at 8, 1 at 16; H100:
+// 16 values per lane took 157 registers, one CTA per SM, 0.8 TB/s).
 template <typename T, int D, int G>
-__global__ void __launch_bounds__(kSparqAttThreads) SparqGatherAttend(SparqParams p) {
+__global__ void __launch_bounds__(kSparqAttThreads, G <= 4   ? 3
+                                                    : G <= 8 ? 2
+                                                             : 1) SparqGatherAttend(SparqParams p) {
   constexpr int kWarps = kSparqAttThreads / 32;
-  constexpr int kPerLane = D / 32;
+  constexpr int kDims = 8;              // elements per lane
+  constexpr int kLanes = D / kDims;     // lanes per token: 8 (D 64) or 16 (D 128)
+  constexpr int kTokens = 32 / kLanes;  // tokens per warp step
   __shared__ float q[G][D];
   __shared__ float wm[kWarps][G], wl[kWarps][G];
   __shared__ float wo[kWarps][D];
@@ -473,63 +493,83 @@ __global__ void __launch_bounds__(kSparqAttThreads) SparqGatherAttend(SparqParam
   const int32_t first = blockIdx.x * kSparqAttChunk;
   const int32_t last = min(k, first + kSparqAttChunk);
   const int64_t q0 = pair * p.group * D;
-  for (int i = threadIdx.x; i < p.group * D; i += blockDim.x) {
-    q[i / D][i % D] = LoadAny(p.q, p.q_dtype, q0 + i) * p.scale_log2;
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    q[i / D][i % D] = i < p.group * D ? LoadAny(p.q, p.q_dtype, q0 + i) * p.scale_log2 : 0.0f;
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int grp = lane / kLanes, sub = lane % kLanes;
   const T* kv = static_cast<const T*>(p.kv_pool);
   const int32_t* pages = p.page_indices + p.seq_page_indptr[seq];
-  // Every head of the group per gathered token: K and V rows read once.
-  float m[G], l[G], o[G][kPerLane];
+  const int64_t v_delta = p.num_pages * p.page_elems;  // the V plane follows the K plane of the layer
+  float m[G], l[G], o[G][kDims];
 #pragma unroll
   for (int h = 0; h < G; ++h) {
     m[h] = -CUDART_INF_F;
     l[h] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) o[h][i] = 0.0f;
+    for (int i = 0; i < kDims; ++i) o[h][i] = 0.0f;
   }
-  // Warp w takes the chunk's selected tokens [w * 32, w * 32 + 32): each lane
-  // looks up one token's rows (the dependent loads of all 32 at once), then
-  // the warp attends them kBatch at a time with every row load in flight.
-  constexpr int kBatch = 4;
+  // Warp w takes the chunk's tokens [w * 32, w * 32 + 32) (lane j looks up
+  // token j's row: the dependent loads of all 32 at once); lane group g takes
+  // tokens g, g + kTokens, ...
   const int n_lane = first + warp * 32 + lane;
-  int64_t krow_at = 0;
+  int64_t row_at = 0;
   if (n_lane < last) {
     const int32_t t = p.positions[pair * p.k + n_lane];
-    krow_at = SparqRow(p, 0, pages[t / p.page_size], head, t % p.page_size, D);
+    row_at = SparqRow(p, 0, pages[t / p.page_size], head, t % p.page_size, D);
   }
-  const int64_t v_delta = p.num_pages * p.page_elems;  // the V plane follows the K plane of the layer
   const int count = max(0, min(32, last - (first + warp * 32)));
-  for (int j0 = 0; j0 < count; j0 += kBatch) {
-    float kf[kBatch][kPerLane], vf[kBatch][kPerLane];
+  for (int j0 = 0; j0 < count; j0 += kTokens) {
+    const int j = j0 + grp;
+    const int64_t at = __shfl_sync(0xffffffffu, row_at, min(j, count - 1)) + sub * kDims;
+    float kf[kDims], vf[kDims];
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const int64_t at = __shfl_sync(0xffffffffu, krow_at, min(j0 + b, count - 1)) + lane * kPerLane;
-      LoadRow<T, kPerLane>(kv + at, kf[b]);
-      LoadRow<T, kPerLane>(kv + at + v_delta, vf[b]);
-    }
+    for (int c = 0; c < kDims; c += 8) {
+      const uint4 kr = *reinterpret_cast<const uint4*>(kv + at + c);
+      const uint4 vr = *reinterpret_cast<const uint4*>(kv + at + v_delta + c);
+      const T* ke = reinterpret_cast<const T*>(&kr);
+      const T* ve = reinterpret_cast<const T*>(&vr);
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (j0 + b >= count) break;
-#pragma unroll
-      for (int h = 0; h < G; ++h) {
-        if (h >= p.group) continue;
-        float dot = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kPerLane; ++i) dot += q[h][lane * kPerLane + i] * kf[b][i];
-        for (int off = 16; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-        const float m_new = fmaxf(m[h], dot);
-        const float factor = RescaleFactor(m[h], m_new);
-        const float pr = exp2f(dot - m_new);
-        l[h] = l[h] * factor + pr;
-#pragma unroll
-        for (int i = 0; i < kPerLane; ++i) o[h][i] = o[h][i] * factor + pr * vf[b][i];
-        m[h] = m_new;
+      for (int i = 0; i < 8; ++i) {
+        kf[c + i] = ToFloat(ke[i]);
+        vf[c + i] = ToFloat(ve[i]);
       }
     }
+    const bool valid = j < count;
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) dot += q[h][sub * kDims + i] * kf[i];
+#pragma unroll
+      for (int off = 1; off < kLanes; off *= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+      if (!valid || h >= p.group) continue;
+      const float m_new = fmaxf(m[h], dot);
+      const float factor = RescaleFactor(m[h], m_new);
+      const float pr = exp2f(dot - m_new);
+      l[h] = l[h] * factor + pr;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) o[h][i] = o[h][i] * factor + pr * vf[i];
+      m[h] = m_new;
+    }
   }
-  // The warps' states merged, one head at a time (wo holds one head).
+  // Lane groups merged (shuffles across the group strides: lanes with the
+  // same sub hold the same dimensions), then warps through shared memory.
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+#pragma unroll
+    for (int off = kLanes; off < 32; off *= 2) {
+      const float m_other = __shfl_xor_sync(0xffffffffu, m[h], off);
+      const float l_other = __shfl_xor_sync(0xffffffffu, l[h], off);
+      const float m_new = fmaxf(m[h], m_other);
+      const float mine = RescaleFactor(m[h], m_new), theirs = RescaleFactor(m_other, m_new);
+      l[h] = l[h] * mine + l_other * theirs;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) o[h][i] = o[h][i] * mine + __shfl_xor_sync(0xffffffffu, o[h][i], off) * theirs;
+      m[h] = m_new;
+    }
+  }
 #pragma unroll
   for (int h = 0; h < G; ++h) {
     if (h >= p.group) break;
@@ -541,20 +581,22 @@ __global__ void __launch_bounds__(kSparqAttThreads) SparqGatherAttend(SparqParam
     float big = -CUDART_INF_F;
     for (int w = 0; w < kWarps; ++w) big = fmaxf(big, wm[w][h]);
     const float mine = RescaleFactor(m[h], big);
+    if (grp == 0) {
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) wo[warp][lane * kPerLane + i] = o[h][i] * mine;
+      for (int i = 0; i < kDims; ++i) wo[warp][sub * kDims + i] = o[h][i] * mine;
+    }
     __syncthreads();
     float* out = p.partial + ((pair * p.group + h) * p.att_chunks + blockIdx.x) * (D + 2);
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
-      float s = 0.0f;
-      for (int w = 0; w < kWarps; ++w) s += wo[w][i];
-      out[2 + i] = s;
+      float acc = 0.0f;
+      for (int w = 0; w < kWarps; ++w) acc += wo[w][i];
+      out[2 + i] = acc;
     }
     if (threadIdx.x == 0) {
-      float s = 0.0f;
-      for (int w = 0; w < kWarps; ++w) s += wl[w][h] * RescaleFactor(wm[w][h], big);
+      float acc = 0.0f;
+      for (int w = 0; w < kWarps; ++w) acc += wl[w][h] * RescaleFactor(wm[w][h], big);
       out[0] = big;
-      out[1] = s;
+      out[1] = acc;
     }
     __syncthreads();
   }
