@@ -1,7 +1,9 @@
-// SparqAttention: SparQ attention (sparq_args.h) on the GPU, five launches on
+// SparqAttention: SparQ attention (sparq_args.h) on the GPU, eight launches on
 // one stream (kernels/sparq.cuh): approximate scores from r components of the
-// second (transposed) K copy, the top-k selection per sequence and KV head,
-// exact attention over the selected tokens, the mean-value term.
+// second (transposed) K copy, the exact top-k selection per sequence and KV
+// head, exact attention over the selected tokens, the mean-value term.
+// Speed (H100, bench/RESULTS.md "SparQ (GPU)"): 0.4-1.45x exact attention
+// over the same KV so far; faster only for batches of long sequences.
 //
 //   BANYAN_ASSIGN_OR_RETURN(auto sparq, SparqAttention::Create());
 //   BANYAN_RETURN_IF_ERROR(WriteKTransposed(layout, DType::kBf16, pool, k_t, stream));  // once per fill
@@ -10,9 +12,10 @@
 // Pointers in SparqArgs are device pointers here (the plan arrays too);
 // args.max_length must bound every seq_length (it sizes the scratch).
 // Supported: KV and q bf16 or fp16 (the same type), head_dim 64 and 128, up
-// to kSparqMaxGroup (16) query heads per KV head, any out dtype.
+// to kSparqMaxGroup (16) query heads per KV head, page sizes that are
+// multiples of 4, k up to 262,144, any out dtype.
 // Errors: kInvalidArgument (ValidateSparqArgs without the plan checks, or an
-// unsupported dtype / group / a null k_transposed or v_mean), CUDA errors
+// unsupported dtype / group / page size / k, a null k_transposed or v_mean), CUDA errors
 // (cuda_status.h). Run never synchronizes with the host.
 // Thread-compatible: one runner per stream.
 #ifndef BANYAN_ATTENTION_SPARQ_H_

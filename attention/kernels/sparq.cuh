@@ -1,11 +1,11 @@
 // SparQ attention on the GPU (sparq_args.h for the math; sparq.cu runs these
-// five kernels in order on one stream). Scores are kept in the log2 domain
+// eight kernels in order on one stream, after zeroing the histograms). Scores are kept in the log2 domain
 // (state.cuh): l2 = log2(e) * scale * q . k.
-//   SparqApproxLogits  grid (score chunk, KV head, sequence): step 1 (the r
-//                      components of the group's summed |q|, each CTA on its
-//                      own) and step 2's logits over the transposed K copy (r
-//                      x 2 bytes per token), plus per chunk and head the max
-//                      and the sum of exp2 for the softmax.
+//   SparqApproxLogits  grid (1024-token chunk, KV head, sequence): step 1 (the
+//                      r components of the group's summed |q|, each CTA on
+//                      its own) and step 2's logits over the transposed K copy
+//                      (r x 2 bytes per token, 4 tokens per 8-byte load), plus
+//                      per chunk and head the max and the sum of exp2.
 //   SparqScores        same grid: each head's log2-sum-exp from the chunks,
 //                      then per token the summed approximate softmax over the
 //                      group (+inf in the local window), and a 4096-bin
@@ -20,10 +20,10 @@
 //                      lower positions) and its share of alpha per head.
 //   SparqGatherAttend  grid (position chunk, KV head, sequence): exact
 //                      attention of the group's heads over kSparqAttChunk
-//                      selected tokens (gathered K and V rows), a partial
-//                      (m, l, o) per head and chunk.
-//   SparqFinalize      grid (KV head, sequence): the chunks merged, then
-//                      alpha * y + (1 - alpha) * v_mean.
+//                      selected tokens (gathered K and V rows, D / 8 lanes per
+//                      token), a partial (m, l, o) per head and chunk.
+//   SparqFinalize      grid (query head of the group, KV head, sequence): the
+//                      chunks merged, then alpha * y + (1 - alpha) * v_mean.
 #ifndef BANYAN_ATTENTION_KERNELS_SPARQ_CUH_
 #define BANYAN_ATTENTION_KERNELS_SPARQ_CUH_
 
