@@ -83,12 +83,16 @@ absl::Status LaunchFor(int32_t head_dim, const SparqParams& p, int32_t num_seqs,
 
 }  // namespace
 
+SparqAttention::SparqAttention() : params_(std::make_unique<SparqParams>()) {}
+SparqAttention::~SparqAttention() = default;
+
 absl::StatusOr<std::unique_ptr<SparqAttention>> SparqAttention::Create() {
   return std::unique_ptr<SparqAttention>(new SparqAttention());
 }
 
-absl::Status SparqAttention::Run(const SparqArgs& args, cudaStream_t stream) {
-  BANYAN_RETURN_IF_ERROR(ValidateSparqArgs(args, /*plan_on_host=*/false));
+absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream) {
+  ready_ = false;
+  BANYAN_RETURN_IF_ERROR(ValidateSparqArgs(args, /*plan_on_host=*/true));
   if (args.kv_dtype == DType::kF32 || args.q_dtype != args.kv_dtype) {
     return absl::InvalidArgumentError("sparq (GPU): KV and q must both be bf16 or both fp16");
   }
@@ -96,52 +100,58 @@ absl::Status SparqAttention::Run(const SparqArgs& args, cudaStream_t stream) {
     return absl::InvalidArgumentError(absl::StrCat("sparq (GPU): ", args.group_size(),
                                                    " query heads per KV head, at most ", kernels::kSparqMaxGroup));
   }
-  if (args.k_transposed == nullptr || (args.config.reallocate_mean && args.v_mean == nullptr)) {
-    return absl::InvalidArgumentError("sparq (GPU): k_transposed (and v_mean with reallocate_mean) must be set");
-  }
-  if (args.num_seqs == 0) return absl::OkStatus();
-  const int32_t d = args.head_dim(), group = args.group_size();
-  const int64_t pairs = int64_t{args.num_seqs} * args.layout.num_kv_heads;
   if (args.layout.page_size % 4 != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("sparq (GPU): page_size ", args.layout.page_size, " not a multiple of 4"));
   }
+  const int32_t d = args.head_dim(), group = args.group_size();
+  const int64_t pairs = int64_t{args.num_seqs} * args.layout.num_kv_heads;
   // Rows of the per-token scratch padded to 16 tokens (16-byte vector loads).
   const int32_t stride = (args.max_length + 15) / 16 * 16;
   const int32_t score_chunks = (args.max_length + kernels::kSparqScoreChunk - 1) / kernels::kSparqScoreChunk;
   const int32_t select_chunks = (args.max_length + kernels::kSparqSelectChunk - 1) / kernels::kSparqSelectChunk;
   const int32_t k = std::min(args.config.k, args.max_length);  // no sequence selects more
-  const int32_t att_chunks = (std::min(k, args.max_length) + kernels::kSparqAttChunk - 1) / kernels::kSparqAttChunk;
+  const int32_t att_chunks = (k + kernels::kSparqAttChunk - 1) / kernels::kSparqAttChunk;
   if (att_chunks > 1024) {
     return absl::InvalidArgumentError(absl::StrCat("sparq (GPU): k = ", k, " above ", 1024 * kernels::kSparqAttChunk));
   }
+  // The plan on the device: indptr, page ids, lengths (copied before Prepare returns).
+  const int64_t pages = args.num_seqs == 0 ? 0 : args.seq_page_indptr[args.num_seqs];
+  const int64_t plan_ints = (int64_t{args.num_seqs} + 1) + pages + args.num_seqs;
+  if (plan_.size() < static_cast<size_t>(plan_ints * 4)) {
+    BANYAN_ASSIGN_OR_RETURN(plan_, gpu::DeviceBuffer::Allocate(static_cast<size_t>(plan_ints * 4)));
+  }
+  int32_t* dev_plan = plan_.As<int32_t>();
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev_plan, args.seq_page_indptr, (int64_t{args.num_seqs} + 1) * 4,
+                                              cudaMemcpyHostToDevice, stream));
+  BANYAN_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(dev_plan + args.num_seqs + 1, args.page_indices, pages * 4, cudaMemcpyHostToDevice, stream));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev_plan + args.num_seqs + 1 + pages, args.seq_length,
+                                              int64_t{args.num_seqs} * 4, cudaMemcpyHostToDevice, stream));
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // the host arrays may go once Prepare returns
   const ScratchLayout s = LayoutFor(pairs, group, stride, score_chunks, select_chunks, k, att_chunks, d);
   if (scratch_.size() < static_cast<size_t>(s.total)) {
-    BANYAN_ASSIGN_OR_RETURN(scratch_, gpu::DeviceBuffer::Allocate(static_cast<size_t>(s.total)));
+    BANYAN_ASSIGN_OR_RETURN(scratch_,
+                            gpu::DeviceBuffer::Allocate(static_cast<size_t>(std::max<int64_t>(s.total, 256))));
   }
   char* base = static_cast<char*>(scratch_.data());
-  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(base + s.hist, 0, pairs * 3 * kernels::kSparqBins * 4, stream));
-  SparqParams p{};
-  p.kv_pool = args.kv_pool;
-  p.k_t = args.k_transposed;
+  SparqParams& p = *params_;
+  p = SparqParams{};
   p.page_elems = args.layout.PageElements();
   p.num_pages = args.layout.num_pages;
   p.layer = args.layer;
   p.num_kv_heads = args.layout.num_kv_heads;
   p.page_size = args.layout.page_size;
   p.group = group;
-  p.seq_page_indptr = args.seq_page_indptr;
-  p.page_indices = args.page_indices;
-  p.seq_length = args.seq_length;
-  p.q = args.q;
+  p.seq_page_indptr = dev_plan;
+  p.page_indices = dev_plan + args.num_seqs + 1;
+  p.seq_length = dev_plan + args.num_seqs + 1 + pages;
   p.q_dtype = static_cast<int32_t>(args.q_dtype);
   p.scale_log2 = args.scale * kernels::kLog2e;
   p.r = args.config.r;
   p.k = k;
   p.window = args.config.local_window;
   p.reallocate_mean = args.config.reallocate_mean ? 1 : 0;
-  p.v_mean = args.v_mean;
-  p.out = args.out;
   p.out_dtype = static_cast<int32_t>(args.out_dtype);
   p.max_length = stride;
   p.score_chunks = score_chunks;
@@ -156,14 +166,46 @@ absl::Status SparqAttention::Run(const SparqArgs& args, cudaStream_t stream) {
   p.positions = reinterpret_cast<int32_t*>(base + s.positions);
   p.alpha_part = reinterpret_cast<float*>(base + s.alpha_part);
   p.partial = reinterpret_cast<float*>(base + s.partial);
+  hist_offset_ = s.hist;
+  hist_bytes_ = pairs * 3 * kernels::kSparqBins * 4;
   positions_offset_ = s.positions;
   alpha_offset_ = s.alpha_part;
   last_select_chunks_ = select_chunks;
   last_k_ = k;
   last_group_ = group;
   last_kv_heads_ = args.layout.num_kv_heads;
-  return args.kv_dtype == DType::kBf16 ? LaunchFor<__nv_bfloat16>(d, p, args.num_seqs, stream)
-                                       : LaunchFor<__half>(d, p, args.num_seqs, stream);
+  prepared_ = args;
+  prepared_.seq_page_indptr = prepared_.page_indices = prepared_.seq_length = nullptr;
+  ready_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status SparqAttention::Run(const SparqArgs& args, cudaStream_t stream) {
+  const SparqArgs& was = prepared_;
+  if (!ready_ || !SameKvLayout(args.layout, was.layout) || args.num_seqs != was.num_seqs ||
+      args.num_q_heads != was.num_q_heads || args.max_length != was.max_length || args.kv_dtype != was.kv_dtype ||
+      args.q_dtype != was.q_dtype || args.out_dtype != was.out_dtype || args.layer != was.layer ||
+      args.scale != was.scale || args.config.r != was.config.r || args.config.k != was.config.k ||
+      args.config.local_window != was.config.local_window ||
+      args.config.reallocate_mean != was.config.reallocate_mean) {
+    return absl::FailedPreconditionError("sparq (GPU): Run without a Prepare of these sizes");
+  }
+  if (args.num_seqs == 0) return absl::OkStatus();
+  if (args.kv_pool == nullptr || args.k_transposed == nullptr || args.q == nullptr || args.out == nullptr ||
+      (args.config.reallocate_mean && args.v_mean == nullptr)) {
+    return absl::InvalidArgumentError(
+        "sparq (GPU): kv_pool, k_transposed, q, out (and v_mean with reallocate_mean) must be set");
+  }
+  SparqParams& p = *params_;
+  p.kv_pool = args.kv_pool;
+  p.k_t = args.k_transposed;
+  p.q = args.q;
+  p.v_mean = args.v_mean;
+  p.out = args.out;
+  char* base = static_cast<char*>(scratch_.data());
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(base + hist_offset_, 0, hist_bytes_, stream));
+  return args.kv_dtype == DType::kBf16 ? LaunchFor<__nv_bfloat16>(args.head_dim(), p, args.num_seqs, stream)
+                                       : LaunchFor<__half>(args.head_dim(), p, args.num_seqs, stream);
 }
 
 absl::Status SparqAttention::CopySelection(int32_t seq, int32_t kv_head, int32_t length, SparqSelection* out,

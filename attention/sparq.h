@@ -7,10 +7,12 @@
 //
 //   BANYAN_ASSIGN_OR_RETURN(auto sparq, SparqAttention::Create());
 //   BANYAN_RETURN_IF_ERROR(WriteKTransposed(layout, DType::kBf16, pool, k_t, stream));  // once per fill
-//   BANYAN_RETURN_IF_ERROR(sparq->Run(args, stream));
+//   BANYAN_RETURN_IF_ERROR(sparq->Prepare(args, stream));  // validates and uploads the plan
+//   BANYAN_RETURN_IF_ERROR(sparq->Run(args, stream));      // launches only
 //
-// Pointers in SparqArgs are device pointers here (the plan arrays too);
-// args.max_length must bound every seq_length (it sizes the scratch).
+// The plan arrays of SparqArgs (seq_page_indptr, page_indices, seq_length)
+// are host pointers, read by Prepare only; every other pointer is a device
+// pointer, read by Run.
 // Supported: KV and q bf16 or fp16 (the same type), head_dim 64 and 128, up
 // to kSparqMaxGroup (16) query heads per KV head, page sizes that are
 // multiples of 4, k up to 262,144, any out dtype.
@@ -34,14 +36,29 @@
 #include "sdk/base/tensor_view.h"
 #include "sdk/gpu/device_buffer.h"
 
+namespace banyan::attention::kernels {
+struct SparqParams;
+}
+
 namespace banyan::attention {
 
 class SparqAttention {
  public:
   static absl::StatusOr<std::unique_ptr<SparqAttention>> Create();
+  ~SparqAttention();
+  SparqAttention(const SparqAttention&) = delete;
+  SparqAttention& operator=(const SparqAttention&) = delete;
 
-  // Queues SparQ attention of args on `stream` (grows the scratch first when
-  // needed, which synchronizes the device once).
+  // Validates args with their host plan arrays (ValidateSparqArgs with
+  // plan_on_host, so a length past its pages or a bad page id is refused
+  // before any kernel reads it), copies the plan to the device and sizes the
+  // scratch (allocations synchronize the device). Errors: kInvalidArgument.
+  [[nodiscard]] absl::Status Prepare(const SparqArgs& args, cudaStream_t stream);
+  // Queues SparQ attention of args on `stream` over the plan of the last
+  // Prepare; never synchronizes (CUDA-graph capturable). Returns
+  // kFailedPrecondition without a successful Prepare, or when args' sizes
+  // (sequences, layout, heads, config, max_length) differ from the prepared
+  // ones; kInvalidArgument for a null tensor pointer.
   [[nodiscard]] absl::Status Run(const SparqArgs& args, cudaStream_t stream);
 
   // Tests: the last Run's selection of (seq, kv_head) for a sequence of
@@ -51,8 +68,12 @@ class SparqAttention {
                                            cudaStream_t stream) const;
 
  private:
-  SparqAttention() = default;
-  gpu::DeviceBuffer scratch_;
+  SparqAttention();
+  gpu::DeviceBuffer scratch_, plan_;
+  SparqArgs prepared_;  // the last successful Prepare's arguments (its plan pointers are not kept)
+  bool ready_ = false;
+  std::unique_ptr<kernels::SparqParams> params_;  // the launch parameters Prepare filled
+  int64_t hist_offset_ = 0, hist_bytes_ = 0;
   int64_t positions_offset_ = 0, alpha_offset_ = 0;  // bytes into scratch_ of the last Run
   int32_t last_k_ = 0, last_group_ = 0, last_kv_heads_ = 0, last_select_chunks_ = 0;
 };

@@ -112,11 +112,6 @@ TEST(SparqGpuTest, MatchesTheReference) {
     BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer d_kt2, gpu::DeviceBuffer::Allocate(kt.size()));
     BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer d_q, Upload(q.data(), q.size()));
     BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer d_vm, Upload(v_mean.data(), v_mean.size() * 4));
-    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer d_indptr,
-                                Upload(plan.segment_page_indptr.data(), plan.segment_page_indptr.size() * 4));
-    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer d_pages,
-                                Upload(plan.page_indices.data(), plan.page_indices.size() * 4));
-    BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer d_len, Upload(plan.segment_length.data(), seqs * 4));
     BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer d_out, gpu::DeviceBuffer::Allocate(out.size() * 4));
     // The second K copy written on the device equals the host's.
     BANYAN_ASSERT_OK(WriteKTransposed(p.layout, c.dtype, d_kv.data(), d_kt2.data(), stream.get()));
@@ -124,17 +119,15 @@ TEST(SparqGpuTest, MatchesTheReference) {
     BANYAN_ASSERT_OK(stream.Synchronize());
     BANYAN_ASSERT_OK(d_kt2.CopyToHost(kt_gpu.data(), kt_gpu.size()));
     EXPECT_TRUE(kt_gpu == kt) << "WriteKTransposed";
-    SparqArgs dev = host;
+    SparqArgs dev = host;  // the plan arrays stay the host's: Prepare validates and uploads them
     dev.kv_pool = d_kv.data();
     dev.k_transposed = d_kt.data();
-    dev.seq_page_indptr = d_indptr.As<int32_t>();
-    dev.page_indices = d_pages.As<int32_t>();
-    dev.seq_length = d_len.As<int32_t>();
     dev.v_mean = d_vm.As<float>();
     dev.q = d_q.data();
     dev.out = d_out.data();
     BANYAN_ASSERT_OK_AND_ASSIGN(auto sparq, SparqAttention::Create());
     BANYAN_ASSERT_OK(d_out.Fill(0xff, stream.get()));  // NaN
+    BANYAN_ASSERT_OK(sparq->Prepare(dev, stream.get()));
     BANYAN_ASSERT_OK(sparq->Run(dev, stream.get()));
     BANYAN_ASSERT_OK(stream.Synchronize());
     std::vector<float> got(out.size());
@@ -174,14 +167,58 @@ TEST(SparqGpuTest, MatchesTheReference) {
   }
 }
 
+// Bad input is refused before any kernel runs: Run without Prepare, a plan
+// whose length passes its pages or names a page outside the pool (the host
+// plan is validated), Run with sizes other than the prepared ones.
 TEST(SparqGpuTest, BadArgumentsAreRefused) {
   BANYAN_SKIP_WITHOUT_GPU();
   BANYAN_ASSERT_OK_AND_ASSIGN(auto sparq, SparqAttention::Create());
   SparqArgs a;
-  EXPECT_THAT(sparq->Run(a, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(sparq->Run(a, nullptr), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(sparq->Prepare(a, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
+  // A valid one-sequence plan of 40 tokens on 3 pages of 16, then broken copies of it.
   KvLayout layout;
-  layout.dtype_bytes = 4;
-  EXPECT_THAT(WriteKTransposed(layout, DType::kF32, nullptr, nullptr, nullptr),
+  layout.num_layers = 1;
+  layout.num_kv_heads = 1;
+  layout.head_dim = 64;
+  layout.page_size = 16;
+  layout.num_pages = 4;
+  layout.dtype_bytes = 2;
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::DeviceBuffer buf, gpu::DeviceBuffer::Allocate(layout.TotalBytes() + 4096));
+  const int32_t indptr[2] = {0, 3}, pages[3] = {2, 0, 1};
+  int32_t length[1] = {40};
+  SparqArgs good;
+  good.layout = layout;
+  good.kv_pool = buf.data();
+  good.k_transposed = buf.data();
+  good.num_seqs = 1;
+  good.seq_page_indptr = indptr;
+  good.page_indices = pages;
+  good.seq_length = length;
+  good.max_length = 64;
+  good.v_mean = buf.As<float>();
+  good.q = buf.data();
+  good.num_q_heads = 4;
+  good.scale = 0.125f;
+  good.config = {16, 8, 4, true};
+  good.out = buf.data();
+  good.out_dtype = DType::kF32;
+  BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
+  BANYAN_EXPECT_OK(sparq->Prepare(good, stream.get()));
+  SparqArgs other = good;
+  other.config.k = 9;
+  EXPECT_THAT(sparq->Run(other, stream.get()), StatusIs(absl::StatusCode::kFailedPrecondition));
+  length[0] = 49;  // past its 3 pages
+  EXPECT_THAT(sparq->Prepare(good, stream.get()), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(sparq->Run(good, stream.get()), StatusIs(absl::StatusCode::kFailedPrecondition));
+  length[0] = 40;
+  const int32_t bad_pages[3] = {2, 7, 1};  // page 7 outside the pool
+  SparqArgs bad = good;
+  bad.page_indices = bad_pages;
+  EXPECT_THAT(sparq->Prepare(bad, stream.get()), StatusIs(absl::StatusCode::kInvalidArgument));
+  KvLayout fp32 = layout;
+  fp32.dtype_bytes = 4;
+  EXPECT_THAT(WriteKTransposed(fp32, DType::kF32, nullptr, nullptr, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 

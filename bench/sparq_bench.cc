@@ -80,22 +80,16 @@ absl::Status Row(int32_t batch, int32_t length) {
   BANYAN_ASSIGN_OR_RETURN(auto dense, TreeAttention::Create());
   BANYAN_RETURN_IF_ERROR(dense->Prepare(args, PathChoice::kAuto, stream.get()));
   BANYAN_ASSIGN_OR_RETURN(const double dense_us, TimeIt(stream.get(), [&] { return dense->Run(args, stream.get()); }));
-  // SparQ: the plan's page arrays on the device.
-  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer indptr, gpu::DeviceBuffer::Allocate(plan.segment_page_indptr.size() * 4));
-  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer pages, gpu::DeviceBuffer::Allocate(plan.page_indices.size() * 4));
-  BANYAN_ASSIGN_OR_RETURN(gpu::DeviceBuffer lengths, gpu::DeviceBuffer::Allocate(plan.segment_length.size() * 4));
-  BANYAN_RETURN_IF_ERROR(indptr.CopyFromHost(plan.segment_page_indptr.data(), plan.segment_page_indptr.size() * 4));
-  BANYAN_RETURN_IF_ERROR(pages.CopyFromHost(plan.page_indices.data(), plan.page_indices.size() * 4));
-  BANYAN_RETURN_IF_ERROR(lengths.CopyFromHost(plan.segment_length.data(), plan.segment_length.size() * 4));
+  // SparQ: the plan's arrays from the host (Prepare validates and uploads them).
   SparqArgs s;
   s.layout = layout;
   s.kv_dtype = DType::kBf16;
   s.kv_pool = kv.data();
   s.k_transposed = kt.data();
   s.num_seqs = batch;
-  s.seq_page_indptr = indptr.As<int32_t>();
-  s.page_indices = pages.As<int32_t>();
-  s.seq_length = lengths.As<int32_t>();
+  s.seq_page_indptr = plan.segment_page_indptr.data();
+  s.page_indices = plan.page_indices.data();
+  s.seq_length = plan.segment_length.data();
   s.max_length = length;
   s.v_mean = v_mean.As<float>();
   s.q = q.data();
@@ -109,6 +103,7 @@ absl::Status Row(int32_t batch, int32_t length) {
   const int32_t rs[2] = {16, 32};
   for (int i = 0; i < 2; ++i) {
     s.config = SparqConfig{rs[i], length / 8, 64, true};
+    BANYAN_RETURN_IF_ERROR(sparq->Prepare(s, stream.get()));
     BANYAN_ASSIGN_OR_RETURN(sparq_us[i], TimeIt(stream.get(), [&] { return sparq->Run(s, stream.get()); }));
   }
   std::printf("B%d S%-7d %10.1f %10.1f %10.1f %8.2f %8.2f\n", batch, length, dense_us, sparq_us[0], sparq_us[1],
