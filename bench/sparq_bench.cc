@@ -3,8 +3,8 @@
 // B sequences of S tokens, one query token each, 32 query / 8 KV heads of 128,
 // bf16, 16-token pages in order, local window 64. dense = TreeAttention's
 // defaults over the same KV (the long-context placement, long_decode_bench);
-// sparq r16 / r32 = SparqAttention (the five launches; the transposed K copy
-// and the V means are kept by the caller and not timed). Time: cudaEvents
+// sparq r16 / r32 = SparqAttention::Run (its launches; Prepare, the
+// transposed K copy and the V means are outside the timed region). Time: cudaEvents
 // around the call, median of 20 after >= 200 ms of warm-up.
 //
 //   sparq_bench      prints a table
