@@ -17,25 +17,6 @@ namespace {
 using ::banyan::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// The shard's own pool: local page j = the source pool's page source_pages[j]
-// (every layer, K and V).
-std::vector<uint8_t> ShardPool(const testing::AttentionProblem& p, const PlanShard& shard, KvLayout* layout) {
-  *layout = p.layout;
-  layout->num_pages = static_cast<int64_t>(shard.source_pages.size());
-  std::vector<uint8_t> pool(layout->TotalBytes());
-  const size_t page_bytes = static_cast<size_t>(p.layout.PageElements()) * p.layout.dtype_bytes;
-  for (int32_t layer = 0; layer < p.layout.num_layers; ++layer) {
-    for (int32_t kv = 0; kv < 2; ++kv) {
-      for (size_t j = 0; j < shard.source_pages.size(); ++j) {
-        const int64_t from = p.layout.Offset(layer, kv, shard.source_pages[j], 0, 0) * p.layout.dtype_bytes;
-        const int64_t to = layout->Offset(layer, kv, static_cast<int64_t>(j), 0, 0) * layout->dtype_bytes;
-        std::memcpy(pool.data() + to, p.kv.data() + from, page_bytes);
-      }
-    }
-  }
-  return pool;
-}
-
 // Whether every row of `plan` sees tokens on every one of `shards` page runs
 // (the condition ShardPlan needs), by its own count.
 bool EveryRowOnEveryShard(const AttentionPlan& plan, int32_t shards) {
@@ -97,7 +78,7 @@ TEST(ShardPlanTest, ShardsMergeToTheWholePlan) {
       EXPECT_EQ(shard.plan.page_indices.size(), shard.source_pages.size());
       pages += shard.source_pages.size();
       KvLayout layout;
-      const std::vector<uint8_t> pool = ShardPool(p, shard, &layout);
+      const std::vector<uint8_t> pool = testing::GatherPages(p, shard.source_pages, &layout);
       std::vector<float> out(static_cast<size_t>(rows) * hq * d), lse(static_cast<size_t>(rows) * hq);
       AttentionArgs args = p.Args(shard.plan, out.data(), DType::kF32, lse.data());
       args.layout = layout;

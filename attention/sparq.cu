@@ -137,9 +137,10 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
   char* base = static_cast<char*>(scratch_.data());
   SparqParams& p = *params_;
   p = SparqParams{};
+  p.k_plane = args.layout.PlaneOffset(args.layer, 0);
+  p.v_plane = args.layout.PlaneOffset(args.layer, 1);
+  p.kt_plane = KvTransposedOffset(args.layout, args.layer, 0, 0, 0, 0);
   p.page_elems = args.layout.PageElements();
-  p.num_pages = args.layout.num_pages;
-  p.layer = args.layer;
   p.num_kv_heads = args.layout.num_kv_heads;
   p.page_size = args.layout.page_size;
   p.group = group;

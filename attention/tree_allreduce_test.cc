@@ -41,24 +41,6 @@ struct Device {
   std::unique_ptr<TreeAttention> runner;
 };
 
-// The shard's pool on the host: local page j = source page source_pages[j].
-std::vector<uint8_t> ShardPool(const testing::AttentionProblem& p, const PlanShard& shard) {
-  KvLayout layout = p.layout;
-  layout.num_pages = static_cast<int64_t>(shard.source_pages.size());
-  std::vector<uint8_t> pool(layout.TotalBytes());
-  const size_t page_bytes = static_cast<size_t>(p.layout.PageElements()) * p.layout.dtype_bytes;
-  for (int32_t layer = 0; layer < p.layout.num_layers; ++layer) {
-    for (int32_t kv = 0; kv < 2; ++kv) {
-      for (size_t j = 0; j < shard.source_pages.size(); ++j) {
-        std::memcpy(pool.data() + layout.Offset(layer, kv, static_cast<int64_t>(j), 0, 0) * layout.dtype_bytes,
-                    p.kv.data() + p.layout.Offset(layer, kv, shard.source_pages[j], 0, 0) * p.layout.dtype_bytes,
-                    page_bytes);
-      }
-    }
-  }
-  return pool;
-}
-
 struct Case {
   std::vector<testing::TreeNode> nodes;
   int32_t kv_heads, q_heads, head_dim;
@@ -97,7 +79,8 @@ TEST(TreeAllReduceGpuTest, ShardedAttentionMatchesTheReference) {
         BANYAN_ASSERT_OK(BANYAN_CUDA_STATUS(cudaSetDevice(i)));
         BANYAN_ASSERT_OK_AND_ASSIGN(gpu::Stream stream, gpu::Stream::Create());
         d.stream = std::make_unique<gpu::Stream>(std::move(stream));
-        const std::vector<uint8_t> pool = ShardPool(p, plan_shards[i]);
+        KvLayout shard_layout;
+        const std::vector<uint8_t> pool = testing::GatherPages(p, plan_shards[i].source_pages, &shard_layout);
         BANYAN_ASSERT_OK_AND_ASSIGN(d.pool, gpu::DeviceBuffer::Allocate(pool.size()));
         BANYAN_ASSERT_OK_AND_ASSIGN(d.q, gpu::DeviceBuffer::Allocate(p.q.size()));
         BANYAN_ASSERT_OK_AND_ASSIGN(d.out, gpu::DeviceBuffer::Allocate(n * 4));
@@ -110,7 +93,7 @@ TEST(TreeAllReduceGpuTest, ShardedAttentionMatchesTheReference) {
         BANYAN_ASSERT_OK(d.lse.Fill(0xff, d.stream->get()));
         BANYAN_ASSERT_OK_AND_ASSIGN(d.runner, TreeAttention::Create());
         AttentionArgs args = p.Args(plan_shards[i].plan, d.out.data(), DType::kF32, d.lse.As<float>());
-        args.layout.num_pages = static_cast<int64_t>(plan_shards[i].source_pages.size());
+        args.layout = shard_layout;
         args.kv_pool = d.pool.data();
         args.q = d.q.data();
         BANYAN_ASSERT_OK(d.runner->Attend(args, PathChoice::kAuto, d.stream->get()));

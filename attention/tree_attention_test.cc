@@ -50,6 +50,22 @@ absl::StatusOr<DeviceProblem> Upload(const testing::AttentionProblem& p, int64_t
   return d;
 }
 
+// Relative errors of a run's fp32 out and lse (on the device in d) against
+// the reference's.
+struct RunErrors {
+  double out, lse;
+};
+absl::StatusOr<RunErrors> ErrorsAgainst(const DeviceProblem& d, const std::vector<float>& want,
+                                        const std::vector<float>& want_lse) {
+  const int64_t n = static_cast<int64_t>(want.size()), nl = static_cast<int64_t>(want_lse.size());
+  std::vector<float> got(n), got_lse(nl);
+  BANYAN_RETURN_IF_ERROR(d.out.CopyToHost(got.data(), n * 4));
+  BANYAN_RETURN_IF_ERROR(d.lse.CopyToHost(got_lse.data(), nl * 4));
+  return RunErrors{
+      RelativeError(ToDoubles(got.data(), DType::kF32, n), ToDoubles(want.data(), DType::kF32, n)),
+      RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl))};
+}
+
 // BANYAN_ATTENTION_TEST_CONFIGS="auto,narrow,..." runs only the named kernel
 // configurations of MatchesReference (all when unset), e.g. to keep the
 // cooperative one-launch configurations out of a sanitizer run.
@@ -231,12 +247,8 @@ TEST(TreeAttentionGpuDecodeTest, RefreshedPlansMatchTheReferenceEveryStep) {
       BANYAN_ASSERT_OK(runner->Attend(args, PathChoice::kAuto, stream.get()));
       BANYAN_ASSERT_OK(stream.Synchronize());
       refreshed += runner->plan_refreshed() ? 1 : 0;
-      std::vector<float> got(n), got_lse(nl);
-      BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
-      BANYAN_ASSERT_OK(d.lse.CopyToHost(got_lse.data(), nl * 4));
-      const double err = RelativeError(ToDoubles(got.data(), DType::kF32, n), ToDoubles(want.data(), DType::kF32, n));
-      const double lse_err =
-          RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
+      BANYAN_ASSERT_OK_AND_ASSIGN(const RunErrors errors, ErrorsAgainst(d, want, want_lse));
+      const double err = errors.out, lse_err = errors.lse;
       std::printf("[ step ] levels %zu step %d refreshed %d items %zu rel_err %.3g lse_rel_err %.3g\n",
                   shape.fanout.size(), step, runner->plan_refreshed() ? 1 : 0, runner->work_plan().items.size(), err,
                   lse_err);
@@ -290,12 +302,8 @@ TEST(TreeAttentionGpuDecodeTest, LongRunPlansMatchTheReference) {
       BANYAN_ASSERT_OK(stream.Synchronize());
       const Placement placement = runner->work_plan().placement;
       EXPECT_EQ(placement, mode == StreamKMode::kAlways ? Placement::kStreamK : Placement::kOneWave);
-      std::vector<float> got(n), got_lse(nl);
-      BANYAN_ASSERT_OK(d.out.CopyToHost(got.data(), n * 4));
-      BANYAN_ASSERT_OK(d.lse.CopyToHost(got_lse.data(), nl * 4));
-      const double err = RelativeError(ToDoubles(got.data(), DType::kF32, n), ToDoubles(want.data(), DType::kF32, n));
-      const double lse_err =
-          RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
+      BANYAN_ASSERT_OK_AND_ASSIGN(const RunErrors errors, ErrorsAgainst(d, want, want_lse));
+      const double err = errors.out, lse_err = errors.lse;
       std::printf("[ runs ] seqs %d h%d/%d D%d placement %d items %zu rel_err %.3g lse_rel_err %.3g\n", c.seqs,
                   c.q_heads, c.kv_heads, c.head_dim, static_cast<int>(placement), runner->work_plan().items.size(), err,
                   lse_err);

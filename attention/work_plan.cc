@@ -41,6 +41,15 @@ void ForEachRowBlock(Mode mode, int32_t entries, int32_t group, int32_t tile_row
   }
 }
 
+// The largest kv limit of a row block's entries (no row of it sees past it);
+// entry_begin: the segment's first entry.
+int32_t RowBlockLimit(const AttentionPlan& plan, int32_t entry_begin, const RowBlock& b, int32_t group) {
+  int32_t limit = 0;
+  const int32_t e_last = entry_begin + (b.row_begin + b.row_count - 1) / group;
+  for (int32_t e = entry_begin + b.row_begin / group; e <= e_last; ++e) limit = std::max(limit, plan.entry_kv_limit[e]);
+  return limit;
+}
+
 // How many row blocks ForEachRowBlock calls f for.
 int32_t RowBlockCount(Mode mode, int32_t entries, int32_t group, int32_t tile_rows) {
   if (mode == Mode::kShared) return CeilDiv(int64_t{entries} * group, tile_rows);
@@ -469,13 +478,8 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
       out.entry_num_chunks[e] = chunks;
       out.entry_segment[e] = s;
     }
-    block_limit.assign(blocks.size(), 0);
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      const int32_t e_last = entry_begin + (blocks[b].row_begin + blocks[b].row_count - 1) / group;
-      for (int32_t e = entry_begin + blocks[b].row_begin / group; e <= e_last; ++e) {
-        block_limit[b] = std::max(block_limit[b], plan.entry_kv_limit[e]);
-      }
-    }
+    block_limit.resize(blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) block_limit[b] = RowBlockLimit(plan, entry_begin, blocks[b], group);
     const int32_t kind = static_cast<int32_t>(KindOf(mode[s]));
     chunk_cost.resize(blocks.size());
     for (int32_t c = 0; c < chunks; ++c) {
@@ -609,6 +613,19 @@ void WorkPlanner::TryStreamK(const AttentionPlan& plan, const WorkShape& shape, 
   // KV head read the same KV: neighbours on the cost line run side by side).
   // An entry's rows must lie in one row block's runs (its chunk count is
   // theirs): shared tiles must not cut an entry's heads.
+  // First, from the segments alone: few enough runs, enough tiles at most
+  // (a run's tiles are at most its segment's), no entry cut by shared tiles.
+  int64_t run_count = 0, tile_bound = 0;
+  for (int32_t s = 0; s < segments; ++s) {
+    const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
+    const Mode m = x.mode[s];
+    if (m == Mode::kShared && entries * group > shape.tile_rows && shape.tile_rows % group != 0) return;
+    const int64_t seg_runs = int64_t{RowBlockCount(m, entries, group, shape.tile_rows)} * shape.num_kv_heads;
+    run_count += seg_runs;
+    tile_bound += seg_runs * CeilDiv(plan.segment_length[s], kKvTile);
+    if (run_count > int64_t{kStreamKMaxRunsPerCta} * ctas) return;
+  }
+  if (tile_bound < int64_t{kStreamKMinTilesPerCta} * ctas) return;
   std::vector<StreamKRun>& runs = x.runs;
   std::vector<WorkItem>& run_item = x.run_item;
   runs.clear();
@@ -618,21 +635,10 @@ void WorkPlanner::TryStreamK(const AttentionPlan& plan, const WorkShape& shape, 
     const int32_t entry_begin = plan.segment_entry_indptr[s];
     const int32_t entries = plan.segment_entry_indptr[s + 1] - entry_begin;
     const Mode m = x.mode[s];
-    if (m == Mode::kShared && entries * group > shape.tile_rows && shape.tile_rows % group != 0) return;
-    if (static_cast<int64_t>(runs.size()) +
-            int64_t{RowBlockCount(m, entries, group, shape.tile_rows)} * shape.num_kv_heads >
-        int64_t{kStreamKMaxRunsPerCta} * ctas) {
-      return;
-    }
     const int32_t kind = static_cast<int32_t>(KindOf(m));
     for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
       ForEachRowBlock(m, entries, group, shape.tile_rows, [&](const RowBlock& b) {
-        int32_t limit = 0;
-        for (int32_t e = entry_begin + b.row_begin / group; e <= entry_begin + (b.row_begin + b.row_count - 1) / group;
-             ++e) {
-          limit = std::max(limit, plan.entry_kv_limit[e]);
-        }
-        limit = std::min(limit, plan.segment_length[s]);
+        const int32_t limit = std::min(RowBlockLimit(plan, entry_begin, b, group), plan.segment_length[s]);
         const ItemTimes t = ItemTimesUs(KindOf(m), b.row_count, kKvTile, shape, device);
         memory_bound = memory_bound && t.bytes_us >= t.flops_us;
         const double tile_cost = std::max(t.bytes_us, t.flops_us);

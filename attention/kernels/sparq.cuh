@@ -52,9 +52,11 @@ inline constexpr int kSparqAttThreads = 256;
 struct SparqParams {
   const void* kv_pool;  // KvLayout
   const void* k_t;      // KvTransposedOffset layout
-  int64_t page_elems;   // layout.PageElements(): one (layer, K|V, page) block
-  int64_t num_pages;
-  int32_t layer, num_kv_heads, page_size, group;
+  // Element offsets of the layer's planes (the host's KvLayout::PlaneOffset
+  // and KvTransposedOffset) and of one page within a plane.
+  int64_t k_plane, v_plane, kt_plane;
+  int64_t page_elems;  // layout.PageElements()
+  int32_t num_kv_heads, page_size, group;
   const int32_t* seq_page_indptr;  // [num_seqs + 1]
   const int32_t* page_indices;
   const int32_t* seq_length;  // [num_seqs]
@@ -82,11 +84,11 @@ struct SparqParams {
 __device__ __forceinline__ int64_t SparqPair(const SparqParams& p) {
   return int64_t{blockIdx.z} * p.num_kv_heads + blockIdx.y;
 }
-// Element offset of (page, slot) of the K (plane 0) or V (1) row of `head` in layer p.layer.
-__device__ __forceinline__ int64_t SparqRow(const SparqParams& p, int32_t plane, int32_t page, int32_t head,
-                                            int32_t slot, int32_t d) {
-  return ((int64_t{p.layer} * 2 + plane) * p.num_pages + page) * p.page_elems +
-         (int64_t{head} * p.page_size + slot) * d;
+// Element offset of the K row of (page, slot) of `head` (the V row is at
+// v_plane - k_plane past it).
+__device__ __forceinline__ int64_t SparqKRow(const SparqParams& p, int32_t page, int32_t head, int32_t slot,
+                                             int32_t d) {
+  return p.k_plane + page * p.page_elems + (int64_t{head} * p.page_size + slot) * d;
 }
 __device__ __forceinline__ float BlockMax(float v, float* red) {
   for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
@@ -190,8 +192,7 @@ __global__ void __launch_bounds__(kSparqScoreThreads) SparqApproxLogits(SparqPar
   }
   if (t0 < length) {
     const int32_t page = pages[t0 / p.page_size];
-    const int64_t base =
-        (int64_t{p.layer} * p.num_pages + page) * p.page_elems + int64_t{head} * p.page_size * D + t0 % p.page_size;
+    const int64_t base = p.kt_plane + page * p.page_elems + int64_t{head} * p.page_size * D + t0 % p.page_size;
 #pragma unroll 8
     for (int j = 0; j < p.r; ++j) {
       float kv[4];
@@ -501,7 +502,7 @@ __global__ void __launch_bounds__(kSparqAttThreads, G <= 4   ? 3
   const int grp = lane / kLanes, sub = lane % kLanes;
   const T* kv = static_cast<const T*>(p.kv_pool);
   const int32_t* pages = p.page_indices + p.seq_page_indptr[seq];
-  const int64_t v_delta = p.num_pages * p.page_elems;  // the V plane follows the K plane of the layer
+  const int64_t v_delta = p.v_plane - p.k_plane;
   float m[G], l[G], o[G][kDims];
 #pragma unroll
   for (int h = 0; h < G; ++h) {
@@ -517,7 +518,7 @@ __global__ void __launch_bounds__(kSparqAttThreads, G <= 4   ? 3
   int64_t row_at = 0;
   if (n_lane < last) {
     const int32_t t = p.positions[pair * p.k + n_lane];
-    row_at = SparqRow(p, 0, pages[t / p.page_size], head, t % p.page_size, D);
+    row_at = SparqKRow(p, pages[t / p.page_size], head, t % p.page_size, D);
   }
   const int count = max(0, min(32, last - (first + warp * 32)));
   for (int j0 = 0; j0 < count; j0 += kTokens) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "attention/reference/reference_attention.h"
@@ -134,6 +135,22 @@ std::vector<TreeNode> UniformTree(const std::vector<int32_t>& fanout, const std:
     previous = std::move(current);
   }
   return nodes;
+}
+
+std::vector<uint8_t> GatherPages(const AttentionProblem& p, const std::vector<int32_t>& pages, KvLayout* layout) {
+  *layout = p.layout;
+  layout->num_pages = static_cast<int64_t>(pages.size());
+  std::vector<uint8_t> pool(layout->TotalBytes());
+  const size_t page_bytes = static_cast<size_t>(p.layout.PageElements()) * p.layout.dtype_bytes;
+  for (int32_t layer = 0; layer < p.layout.num_layers; ++layer) {
+    for (int32_t kv = 0; kv < 2; ++kv) {
+      for (size_t j = 0; j < pages.size(); ++j) {
+        std::memcpy(pool.data() + layout->Offset(layer, kv, static_cast<int64_t>(j), 0, 0) * layout->dtype_bytes,
+                    p.kv.data() + p.layout.Offset(layer, kv, pages[j], 0, 0) * p.layout.dtype_bytes, page_bytes);
+      }
+    }
+  }
+  return pool;
 }
 
 void FillNormal(void* data, DType dtype, int64_t n, Rng& rng) {

@@ -100,6 +100,11 @@ struct AttentionProblem {
 };
 AttentionProblem MakeProblem(const TreePlan& tree, const ProblemOptions& options, Rng& rng);
 
+// A pool of problem p's pages `pages` only: local page j (every layer, K and
+// V) = p's page pages[j]; *layout = p.layout with num_pages = pages.size().
+// (A device's own pool of a plan shard, shard_plan.h.)
+std::vector<uint8_t> GatherPages(const AttentionProblem& p, const std::vector<int32_t>& pages, KvLayout* layout);
+
 // Fills `n` elements of `dtype` with standard normal values.
 void FillNormal(void* data, DType dtype, int64_t n, Rng& rng);
 // Converts `n` elements of `dtype` to double.
