@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "attention/kernels/sparq.cuh"
+#include "attention/kernels/sparq_cluster.cuh"
 #include "attention/sparq.h"
 #include "banyan/status_macros.h"
 #include "sdk/gpu/cuda_status.h"
@@ -16,6 +17,10 @@ namespace {
 using kernels::SparqParams;
 
 int64_t Align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Dynamic shared memory of a cluster CTA that keeps its logits there: two
+// CTAs per SM (228 KB on sm_90) with room for the static arrays.
+constexpr int64_t kClusterSharedLogitsBytes = 88 * 1024;
 
 // Byte offsets of the scratch arrays (kernels/sparq.cuh SparqParams).
 struct ScratchLayout {
@@ -40,6 +45,17 @@ ScratchLayout LayoutFor(int64_t pairs, int32_t group, int32_t max_length, int32_
   s.alpha_part = take(pairs * select_chunks * group * 4);
   s.partial = take(pairs * group * att_chunks * int64_t{head_dim + 2} * 4);
   s.total = at;
+  return s;
+}
+
+// The cluster kernel's scratch: logits [pairs][size][group][cap] when they
+// do not stay in shared memory, positions, alpha per CTA.
+ScratchLayout ClusterLayoutFor(int64_t pairs, int32_t group, int32_t size, int32_t cap, bool logits_global, int32_t k) {
+  ScratchLayout s{};
+  s.logits = 0;
+  s.positions = Align(logits_global ? pairs * size * group * int64_t{cap} * 4 : 0);
+  s.alpha_part = s.positions + Align(pairs * int64_t{k} * 4);
+  s.total = s.alpha_part + Align(pairs * size * group * 4);
   return s;
 }
 
@@ -79,6 +95,68 @@ absl::Status LaunchForGroup(const SparqParams& p, int32_t num_seqs, cudaStream_t
 template <typename T>
 absl::Status LaunchFor(int32_t head_dim, const SparqParams& p, int32_t num_seqs, cudaStream_t stream) {
   return head_dim == 64 ? LaunchForGroup<T, 64>(p, num_seqs, stream) : LaunchForGroup<T, 128>(p, num_seqs, stream);
+}
+
+using ClusterKernel = void (*)(SparqParams);
+
+template <typename T, int D>
+ClusterKernel ClusterKernelForGroup(int32_t group) {
+  if (group <= 1) return kernels::SparqCluster<T, D, 1>;
+  if (group <= 2) return kernels::SparqCluster<T, D, 2>;
+  if (group <= 4) return kernels::SparqCluster<T, D, 4>;
+  if (group <= 8) return kernels::SparqCluster<T, D, 8>;
+  return kernels::SparqCluster<T, D, kernels::kSparqMaxGroup>;
+}
+
+ClusterKernel ClusterKernelFor(DType dtype, int32_t head_dim, int32_t group) {
+  if (dtype == DType::kBf16) {
+    return head_dim == 64 ? ClusterKernelForGroup<__nv_bfloat16, 64>(group)
+                          : ClusterKernelForGroup<__nv_bfloat16, 128>(group);
+  }
+  return head_dim == 64 ? ClusterKernelForGroup<__half, 64>(group) : ClusterKernelForGroup<__half, 128>(group);
+}
+
+cudaLaunchConfig_t ClusterConfig(int32_t size, int32_t kv_heads, int32_t seqs, int64_t smem, cudaStream_t stream,
+                                 cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(size, kv_heads, seqs);
+  config.blockDim = dim3(kernels::kSparqClusterThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = stream;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = size;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return config;
+}
+
+// How many clusters of `size` CTAs with `smem` dynamic bytes each run at
+// once on the current device (sets the kernel's shared-memory limit and, for
+// sizes above 8, allows them); 0 where none can (a CUDA error of the probe
+// counts as none).
+int32_t ClustersAtOnce(ClusterKernel kernel, int32_t size, int64_t smem) {
+  int device = 0, optin = 0;
+  cudaFuncAttributes attrs{};
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+      cudaFuncGetAttributes(&attrs, kernel) != cudaSuccess ||
+      static_cast<int64_t>(attrs.sharedSizeBytes) + smem > optin ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
+          cudaSuccess ||
+      (size > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  cudaLaunchAttribute attr{};
+  const cudaLaunchConfig_t config = ClusterConfig(size, 1, 1, smem, nullptr, &attr);
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return clusters;
 }
 
 }  // namespace
@@ -129,7 +207,41 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev_plan + args.num_seqs + 1 + pages, args.seq_length,
                                               int64_t{args.num_seqs} * 4, cudaMemcpyHostToDevice, stream));
   BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // the host arrays may go once Prepare returns
-  const ScratchLayout s = LayoutFor(pairs, group, stride, score_chunks, select_chunks, k, att_chunks, d);
+  // The path: one cluster launch where pages hold a multiple of 8 slots, a
+  // cluster's shared memory holds the longest sequence's scores and (unless
+  // asked for) every pair's cluster runs at once; else the eight launches.
+  cluster_ = 0;
+  if (cluster_request_ > 0 && args.layout.page_size % 8 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparq (GPU): the cluster kernel needs pages of a multiple of 8 slots, not ", args.layout.page_size));
+  }
+  if (cluster_request_ >= 0 && args.layout.page_size % 8 == 0) {
+    const ClusterKernel kernel = ClusterKernelFor(args.kv_dtype, d, group);
+    for (const int32_t size : {16, 8}) {
+      if (cluster_request_ != 0 && size != cluster_request_) continue;
+      const int32_t cap = kernels::SparqClusterSlice(args.max_length, size);
+      // The logits stay in shared memory where two CTAs per SM still fit, else go to global memory.
+      const bool logits_shared = kernels::SparqClusterSmemBytes(group, cap, true) <= kClusterSharedLogitsBytes;
+      const int64_t smem = kernels::SparqClusterSmemBytes(group, cap, logits_shared);
+      const int32_t at_once = cap <= kernels::kSparqClusterMaxCap ? ClustersAtOnce(kernel, size, smem) : 0;
+      // Asked for: wherever it runs. Picked: where every pair's cluster runs at once (H100, bench/RESULTS.md
+      // "SparQ (GPU)": a second wave of clusters costs more than the eight launches' whole run).
+      if (cluster_request_ == size ? at_once > 0 : at_once >= pairs) {
+        cluster_ = size;
+        cluster_cap_ = cap;
+        cluster_smem_ = smem;
+        cluster_logits_global_ = !logits_shared;
+        break;
+      }
+    }
+    if (cluster_request_ > 0 && cluster_ == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("sparq (GPU): clusters of ", cluster_request_,
+                                                     " CTAs do not fit sequences of ", args.max_length, " tokens"));
+    }
+  }
+  const ScratchLayout s = cluster_ > 0
+                              ? ClusterLayoutFor(pairs, group, cluster_, cluster_cap_, cluster_logits_global_, k)
+                              : LayoutFor(pairs, group, stride, score_chunks, select_chunks, k, att_chunks, d);
   if (scratch_.size() < static_cast<size_t>(s.total)) {
     BANYAN_ASSIGN_OR_RETURN(scratch_,
                             gpu::DeviceBuffer::Allocate(static_cast<size_t>(std::max<int64_t>(s.total, 256))));
@@ -140,6 +252,9 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
   p.k_plane = args.layout.PlaneOffset(args.layer, 0);
   p.v_plane = args.layout.PlaneOffset(args.layer, 1);
   p.kt_plane = KvTransposedOffset(args.layout, args.layer, 0, 0, 0, 0);
+  p.kt_page = KvTransposedOffset(args.layout, 0, 1, 0, 0, 0);
+  p.kt_head = KvTransposedOffset(args.layout, 0, 0, 1, 0, 0);
+  p.kt_dim = KvTransposedOffset(args.layout, 0, 0, 0, 1, 0);
   p.page_elems = args.layout.PageElements();
   p.num_kv_heads = args.layout.num_kv_heads;
   p.page_size = args.layout.page_size;
@@ -158,7 +273,9 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
   p.score_chunks = score_chunks;
   p.select_chunks = select_chunks;
   p.att_chunks = att_chunks;
+  p.cap = cluster_cap_;
   p.logits = reinterpret_cast<float*>(base + s.logits);
+  if (cluster_ > 0 && !cluster_logits_global_) p.logits = nullptr;  // the cluster kernel's logits in shared memory
   p.chunk_stats = reinterpret_cast<float*>(base + s.chunk_stats);
   p.lse2 = reinterpret_cast<float*>(base + s.lse2);
   p.score = reinterpret_cast<float*>(base + s.score);
@@ -171,7 +288,7 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
   hist_bytes_ = pairs * 3 * kernels::kSparqBins * 4;
   positions_offset_ = s.positions;
   alpha_offset_ = s.alpha_part;
-  last_select_chunks_ = select_chunks;
+  last_select_chunks_ = cluster_ > 0 ? cluster_ : select_chunks;
   last_k_ = k;
   last_group_ = group;
   last_kv_heads_ = args.layout.num_kv_heads;
@@ -203,6 +320,13 @@ absl::Status SparqAttention::Run(const SparqArgs& args, cudaStream_t stream) {
   p.q = args.q;
   p.v_mean = args.v_mean;
   p.out = args.out;
+  if (cluster_ > 0) {
+    cudaLaunchAttribute attr{};
+    const cudaLaunchConfig_t config =
+        ClusterConfig(cluster_, args.layout.num_kv_heads, args.num_seqs, cluster_smem_, stream, &attr);
+    return BANYAN_CUDA_STATUS(
+        cudaLaunchKernelEx(&config, ClusterKernelFor(args.kv_dtype, args.head_dim(), args.group_size()), p));
+  }
   char* base = static_cast<char*>(scratch_.data());
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(base + hist_offset_, 0, hist_bytes_, stream));
   return args.kv_dtype == DType::kBf16 ? LaunchFor<__nv_bfloat16>(args.head_dim(), p, args.num_seqs, stream)
@@ -211,14 +335,16 @@ absl::Status SparqAttention::Run(const SparqArgs& args, cudaStream_t stream) {
 
 absl::Status SparqAttention::CopySelection(int32_t seq, int32_t kv_head, int32_t length, SparqSelection* out,
                                            cudaStream_t stream) const {
+  // The alpha parts of the pair: one per CTA of the cluster, or per select chunk of the sequence.
+  const int32_t chunks =
+      cluster_ > 0 ? cluster_ : (length + kernels::kSparqSelectChunk - 1) / kernels::kSparqSelectChunk;
   if (last_k_ == 0 || length < 1 || kv_head < 0 || kv_head >= last_kv_heads_ || seq < 0 ||
-      (length + kernels::kSparqSelectChunk - 1) / kernels::kSparqSelectChunk > last_select_chunks_) {
+      chunks > last_select_chunks_) {
     return absl::InvalidArgumentError("sparq (GPU): no such selection in the last Run");
   }
   BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   const int64_t pair = int64_t{seq} * last_kv_heads_ + kv_head;
   const int32_t count = std::min(last_k_, length);
-  const int32_t chunks = (length + kernels::kSparqSelectChunk - 1) / kernels::kSparqSelectChunk;
   const char* base = static_cast<const char*>(scratch_.data());
   out->positions.resize(count);
   std::vector<float> parts(static_cast<size_t>(chunks) * last_group_);
@@ -243,13 +369,17 @@ absl::Status WriteKTransposed(const KvLayout& layout, DType dtype, const void* k
   if (layout.num_pages == 0 || layout.num_layers == 0) return absl::OkStatus();
   const dim3 grid(static_cast<unsigned>(layout.num_pages), layout.num_layers);
   if (dtype == DType::kBf16) {
-    kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(kv_pool),
-                                                       static_cast<__nv_bfloat16*>(k_transposed), layout.num_pages,
-                                                       layout.PageElements(), layout.page_size, layout.head_dim);
+    kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(
+        static_cast<const __nv_bfloat16*>(kv_pool), static_cast<__nv_bfloat16*>(k_transposed), layout.num_pages,
+        layout.num_kv_heads, layout.page_size, layout.head_dim, KvTransposedOffset(layout, 1, 0, 0, 0, 0),
+        KvTransposedOffset(layout, 0, 1, 0, 0, 0), KvTransposedOffset(layout, 0, 0, 1, 0, 0),
+        KvTransposedOffset(layout, 0, 0, 0, 1, 0));
   } else {
-    kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(static_cast<const __half*>(kv_pool),
-                                                       static_cast<__half*>(k_transposed), layout.num_pages,
-                                                       layout.PageElements(), layout.page_size, layout.head_dim);
+    kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(
+        static_cast<const __half*>(kv_pool), static_cast<__half*>(k_transposed), layout.num_pages, layout.num_kv_heads,
+        layout.page_size, layout.head_dim, KvTransposedOffset(layout, 1, 0, 0, 0, 0),
+        KvTransposedOffset(layout, 0, 1, 0, 0, 0), KvTransposedOffset(layout, 0, 0, 1, 0, 0),
+        KvTransposedOffset(layout, 0, 0, 0, 1, 0));
   }
   return BANYAN_CUDA_STATUS(cudaGetLastError());
 }

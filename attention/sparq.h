@@ -1,9 +1,15 @@
-// SparqAttention: SparQ attention (sparq_args.h) on the GPU, eight launches on
-// one stream (kernels/sparq.cuh): approximate scores from r components of the
-// second (transposed) K copy, the exact top-k selection per sequence and KV
-// head, exact attention over the selected tokens, the mean-value term.
-// Speed (H100, bench/RESULTS.md "SparQ (GPU)"): 0.4-1.45x exact attention
-// over the same KV so far; faster only for batches of long sequences.
+// SparqAttention: SparQ attention (sparq_args.h) on the GPU: approximate
+// scores from r components of the second (transposed) K copy, the exact top-k
+// selection per sequence and KV head, exact attention over the selected
+// tokens, the mean-value term. One launch of a thread block cluster per
+// sequence and KV head (kernels/sparq_cluster.cuh) where pages hold a
+// multiple of 8 slots, a cluster's shared memory holds the longest
+// sequence's scores (6 bytes per token and CTA: 16 CTAs take up to ~600K
+// tokens on the H100) and every pair's cluster runs at once (about 14
+// clusters of 16 on the H100), else eight launches on one stream
+// (kernels/sparq.cuh) with the scores in global memory.
+// Speed (H100, bench/RESULTS.md "SparQ (GPU)"): 0.6-1.45x exact attention
+// over the same KV so far; faster only for long sequences.
 //
 //   BANYAN_ASSIGN_OR_RETURN(auto sparq, SparqAttention::Create());
 //   BANYAN_RETURN_IF_ERROR(WriteKTransposed(layout, DType::kBf16, pool, k_t, stream));  // once per fill
@@ -61,6 +67,15 @@ class SparqAttention {
   // ones; kInvalidArgument for a null tensor pointer.
   [[nodiscard]] absl::Status Run(const SparqArgs& args, cudaStream_t stream);
 
+  // The path Prepare takes: 0 (default) picks clusters of 16 CTAs where all
+  // of them run at once, else of 8 where so, else the eight launches; 8 or 16 asks for that cluster
+  // size (Prepare returns kInvalidArgument where it does not fit or pages
+  // hold no multiple of 8 slots); -1 asks for the eight launches. Takes
+  // effect at the next Prepare.
+  void set_cluster_size(int32_t size) { cluster_request_ = size; }
+  // The cluster size the last Prepare chose, 0 for the eight launches.
+  int32_t cluster_size() const { return cluster_; }
+
   // Tests: the last Run's selection of (seq, kv_head) for a sequence of
   // `length` tokens: its min(k, length) positions and alpha per head of the
   // group, copied to the host (synchronizes `stream`).
@@ -76,6 +91,9 @@ class SparqAttention {
   int64_t hist_offset_ = 0, hist_bytes_ = 0;
   int64_t positions_offset_ = 0, alpha_offset_ = 0;  // bytes into scratch_ of the last Run
   int32_t last_k_ = 0, last_group_ = 0, last_kv_heads_ = 0, last_select_chunks_ = 0;
+  int32_t cluster_request_ = 0, cluster_ = 0, cluster_cap_ = 0;  // set_cluster_size; the prepared path
+  int64_t cluster_smem_ = 0;                                     // dynamic shared bytes per CTA
+  bool cluster_logits_global_ = false;  // the cluster kernel's logits in scratch_, not in shared memory
 };
 
 // Writes the second K copy (KvTransposedOffset) of every layer, page and KV

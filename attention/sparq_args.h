@@ -23,8 +23,8 @@
 //
 // Memory: K and V are read from the paged pool (kv_layout.h). Step 2 reads r
 // of the head_dim columns of K for every token; to make that a contiguous
-// read, the GPU path reads a second copy of K with each page's head tile
-// transposed (`k_transposed`, KvTransposedOffset below). v_mean is kept by
+// read, the GPU path reads a second copy of K stored component-major
+// (`k_transposed`, KvTransposedOffset below). v_mean is kept by
 // the caller (one running mean per sequence and KV head).
 //
 // Ownership: every pointer is borrowed for the call (for CUDA calls, until the
@@ -75,13 +75,14 @@ struct SparqArgs {
 };
 
 // Element offset of component `dim` of token slot `slot` of `page` for one
-// layer and KV head in the second K copy: per (layer, page, head) a
-// head_dim x page_size tile, slot-contiguous. The copy has the K plane's size
-// (layout.TotalBytes() / 2 bytes).
+// layer and KV head in the second K copy: per (layer, head, dim) one row over
+// every slot of the pool in page order ([layer][head][dim][page][slot]), so
+// that a component of a sequence on consecutive pages is one contiguous run.
+// The copy has the K plane's size (layout.TotalBytes() / 2 bytes).
 constexpr int64_t KvTransposedOffset(const KvLayout& layout, int32_t layer, int64_t page, int32_t head, int32_t dim,
                                      int32_t slot) {
-  return (int64_t{layer} * layout.num_pages + page) * layout.PageElements() + int64_t{head} * layout.TileElements() +
-         int64_t{dim} * layout.page_size + slot;
+  return ((int64_t{layer} * layout.num_kv_heads + head) * layout.head_dim + dim) * layout.num_pages * layout.page_size +
+         page * layout.page_size + slot;
 }
 
 // Checks what every SparQ path relies on, with host-readable plan arrays

@@ -50,6 +50,9 @@ TEST(SparqGpuTest, MatchesTheReference) {
       {{12000, 700}, 4, 4, 128, 8, DType::kF16, {8, 1500, 32, false}},
       {{5000}, 1, 8, 64, 16, DType::kF16, {64, 0, 0, true}},
       {{3000, 2500}, 2, 16, 128, 16, DType::kBf16, {128, 6000, 8, true}},  // k >= length: dense
+      {{6000, 100}, 2, 8, 64, 16, DType::kBf16, {16, 40, 8, true}},        // the short one leaves CTAs without tokens
+      {{60000}, 1, 8, 64, 16, DType::kBf16, {16, 0, 16, true}},        // the cluster kernel's logits in global memory
+      {{7000, 3000}, 2, 8, 128, 12, DType::kBf16, {16, 0, 16, true}},  // pages of 12: the eight launches
   };
   int idx = 0;
   for (const Case& c : cases) {
@@ -125,42 +128,53 @@ TEST(SparqGpuTest, MatchesTheReference) {
     dev.v_mean = d_vm.As<float>();
     dev.q = d_q.data();
     dev.out = d_out.data();
-    BANYAN_ASSERT_OK_AND_ASSIGN(auto sparq, SparqAttention::Create());
-    BANYAN_ASSERT_OK(d_out.Fill(0xff, stream.get()));  // NaN
-    BANYAN_ASSERT_OK(sparq->Prepare(dev, stream.get()));
-    BANYAN_ASSERT_OK(sparq->Run(dev, stream.get()));
-    BANYAN_ASSERT_OK(stream.Synchronize());
-    std::vector<float> got(out.size());
-    BANYAN_ASSERT_OK(d_out.CopyToHost(got.data(), got.size() * 4));
-    const int32_t group = hq / c.kv_heads;
-    for (int32_t s = 0; s < seqs; ++s) {
-      for (int32_t h = 0; h < c.kv_heads; ++h) {
-        const int32_t count = std::min(host.config.k, plan.segment_length[s]);
-        SparqSelection gpu_sel;
-        BANYAN_ASSERT_OK(sparq->CopySelection(s, h, plan.segment_length[s], &gpu_sel, stream.get()));
-        const SparqSelection want = ReferenceSparqSelect(host, s, h);
-        ASSERT_EQ(static_cast<int32_t>(want.positions.size()), count);
-        EXPECT_TRUE(std::is_sorted(gpu_sel.positions.begin(), gpu_sel.positions.end()));
-        EXPECT_TRUE(std::adjacent_find(gpu_sel.positions.begin(), gpu_sel.positions.end()) == gpu_sel.positions.end());
-        std::vector<int32_t> only_one;
-        std::set_symmetric_difference(want.positions.begin(), want.positions.end(), gpu_sel.positions.begin(),
-                                      gpu_sel.positions.end(), std::back_inserter(only_one));
-        // fp32 vs double approximate scores: a few positions near the k-th may swap.
-        EXPECT_LE(only_one.size(), std::max<size_t>(4, count / 200)) << "seq " << s << " head " << h;
-        for (int32_t j = 0; j < group; ++j) {
-          EXPECT_NEAR(gpu_sel.alpha[j], want.alpha[j], 2e-3) << "seq " << s << " head " << h << " q head " << j;
-        }
-        // The output of the GPU's own selection.
-        const std::vector<double> ref = ReferenceSparqOutput(host, s, h, gpu_sel);
-        std::vector<double> mine(ref.size());
-        for (size_t i = 0; i < ref.size(); ++i) {
-          mine[i] = got[(static_cast<size_t>(s) * hq + static_cast<size_t>(h) * group) * d + i];
-        }
-        const double err = testing::RelativeError(mine, ref);
-        EXPECT_LT(err, 1e-2) << "seq " << s << " head " << h;
-        if (h == 0) {
-          std::printf("[ sparq ] case %d seq %d length %d k %d mismatched %zu rel_err %.3g\n", idx - 1, s,
-                      plan.segment_length[s], count, only_one.size(), err);
+    // Every path: the cluster kernel at 16 and 8 CTAs, the eight launches.
+    for (const int32_t path : {16, 8, -1}) {
+      SCOPED_TRACE(::testing::Message() << "cluster size asked " << path);
+      BANYAN_ASSERT_OK_AND_ASSIGN(auto sparq, SparqAttention::Create());
+      sparq->set_cluster_size(path);
+      BANYAN_ASSERT_OK(d_out.Fill(0xff, stream.get()));  // NaN
+      if (path > 0 && c.page_size % 8 != 0) {
+        EXPECT_THAT(sparq->Prepare(dev, stream.get()), StatusIs(absl::StatusCode::kInvalidArgument));
+        continue;
+      }
+      BANYAN_ASSERT_OK(sparq->Prepare(dev, stream.get()));
+      EXPECT_EQ(sparq->cluster_size(), std::max(path, 0));
+      BANYAN_ASSERT_OK(sparq->Run(dev, stream.get()));
+      BANYAN_ASSERT_OK(stream.Synchronize());
+      std::vector<float> got(out.size());
+      BANYAN_ASSERT_OK(d_out.CopyToHost(got.data(), got.size() * 4));
+      const int32_t group = hq / c.kv_heads;
+      for (int32_t s = 0; s < seqs; ++s) {
+        for (int32_t h = 0; h < c.kv_heads; ++h) {
+          const int32_t count = std::min(host.config.k, plan.segment_length[s]);
+          SparqSelection gpu_sel;
+          BANYAN_ASSERT_OK(sparq->CopySelection(s, h, plan.segment_length[s], &gpu_sel, stream.get()));
+          const SparqSelection want = ReferenceSparqSelect(host, s, h);
+          ASSERT_EQ(static_cast<int32_t>(want.positions.size()), count);
+          EXPECT_TRUE(std::is_sorted(gpu_sel.positions.begin(), gpu_sel.positions.end()));
+          EXPECT_TRUE(std::adjacent_find(gpu_sel.positions.begin(), gpu_sel.positions.end()) ==
+                      gpu_sel.positions.end());
+          std::vector<int32_t> only_one;
+          std::set_symmetric_difference(want.positions.begin(), want.positions.end(), gpu_sel.positions.begin(),
+                                        gpu_sel.positions.end(), std::back_inserter(only_one));
+          // fp32 vs double approximate scores: a few positions near the k-th may swap.
+          EXPECT_LE(only_one.size(), std::max<size_t>(4, count / 200)) << "seq " << s << " head " << h;
+          for (int32_t j = 0; j < group; ++j) {
+            EXPECT_NEAR(gpu_sel.alpha[j], want.alpha[j], 2e-3) << "seq " << s << " head " << h << " q head " << j;
+          }
+          // The output of the GPU's own selection.
+          const std::vector<double> ref = ReferenceSparqOutput(host, s, h, gpu_sel);
+          std::vector<double> mine(ref.size());
+          for (size_t i = 0; i < ref.size(); ++i) {
+            mine[i] = got[(static_cast<size_t>(s) * hq + static_cast<size_t>(h) * group) * d + i];
+          }
+          const double err = testing::RelativeError(mine, ref);
+          EXPECT_LT(err, 1e-2) << "seq " << s << " head " << h;
+          if (h == 0) {
+            std::printf("[ sparq ] case %d cluster %d seq %d length %d k %d mismatched %zu rel_err %.3g\n", idx - 1,
+                        sparq->cluster_size(), s, plan.segment_length[s], count, only_one.size(), err);
+          }
         }
       }
     }

@@ -3,9 +3,11 @@
 // B sequences of S tokens, one query token each, 32 query / 8 KV heads of 128,
 // bf16, 16-token pages in order, local window 64. dense = TreeAttention's
 // defaults over the same KV (the long-context placement, long_decode_bench);
-// sparq r16 / r32 = SparqAttention::Run (its launches; Prepare, the
-// transposed K copy and the V means are outside the timed region). Time: cudaEvents
-// around the call, median of 20 after >= 200 ms of warm-up.
+// sparq r16 / r32 = SparqAttention::Run on the path Prepare picks (cluster =
+// its cluster size, 0 for the eight launches), r16_8L = the eight launches
+// (set_cluster_size(-1)); Prepare, the transposed K copy and the V means are
+// outside the timed region. Time: cudaEvents around the call, median of 20
+// after >= 200 ms of warm-up.
 //
 //   sparq_bench      prints a table
 #include <cuda_runtime_api.h>
@@ -99,15 +101,20 @@ absl::Status Row(int32_t batch, int32_t length) {
   s.out = out.data();
   s.out_dtype = DType::kBf16;
   BANYAN_ASSIGN_OR_RETURN(auto sparq, SparqAttention::Create());
-  double sparq_us[2] = {0, 0};
-  const int32_t rs[2] = {16, 32};
-  for (int i = 0; i < 2; ++i) {
+  // r = 16 and 32 on the path Prepare picks, r = 16 on the eight launches.
+  double sparq_us[3] = {0, 0, 0};
+  const int32_t rs[3] = {16, 32, 16};
+  int32_t cluster = 0;
+  for (int i = 0; i < 3; ++i) {
+    sparq->set_cluster_size(i == 2 ? -1 : 0);
     s.config = SparqConfig{rs[i], length / 8, 64, true};
     BANYAN_RETURN_IF_ERROR(sparq->Prepare(s, stream.get()));
+    if (i == 0) cluster = sparq->cluster_size();
     BANYAN_ASSIGN_OR_RETURN(sparq_us[i], TimeIt(stream.get(), [&] { return sparq->Run(s, stream.get()); }));
   }
-  std::printf("B%d S%-7d %10.1f %10.1f %10.1f %8.2f %8.2f\n", batch, length, dense_us, sparq_us[0], sparq_us[1],
-              dense_us / sparq_us[0], dense_us / sparq_us[1]);
+  std::printf("B%d S%-7d %10.1f %10.1f %10.1f %10.1f %8d %8.2f %8.2f %8.2f\n", batch, length, dense_us, sparq_us[0],
+              sparq_us[1], sparq_us[2], cluster, dense_us / sparq_us[0], dense_us / sparq_us[1],
+              dense_us / sparq_us[2]);
   std::fflush(stdout);
   return absl::OkStatus();
 }
@@ -117,8 +124,8 @@ absl::Status Row(int32_t batch, int32_t length) {
 
 int main(int argc, char** argv) {
   if (banyan::bench::PrintGpus() == 0) return 0;
-  std::printf("h32/8 D128 bf16, k = S / 8, local window 64\n%-10s %10s %10s %10s %8s %8s\n", "shape", "dense_us",
-              "r16_us", "r32_us", "x_r16", "x_r32");
+  std::printf("h32/8 D128 bf16, k = S / 8, local window 64\n%-10s %10s %10s %10s %10s %8s %8s %8s %8s\n", "shape",
+              "dense_us", "r16_us", "r32_us", "r16_8L_us", "cluster", "x_r16", "x_r32", "x_r16_8L");
   if (argc == 3) {  // one row: sparq_bench BATCH LENGTH (e.g. under ncu)
     const absl::Status status = banyan::attention::Row(std::atoi(argv[1]), std::atoi(argv[2]));
     if (!status.ok()) std::printf("error: %s\n", std::string(status.message()).c_str());

@@ -53,8 +53,9 @@ struct SparqParams {
   const void* kv_pool;  // KvLayout
   const void* k_t;      // KvTransposedOffset layout
   // Element offsets of the layer's planes (the host's KvLayout::PlaneOffset
-  // and KvTransposedOffset) and of one page within a plane.
-  int64_t k_plane, v_plane, kt_plane;
+  // and KvTransposedOffset) and of one page within a plane; in the second K
+  // copy the steps between pages, heads and components of one head.
+  int64_t k_plane, v_plane, kt_plane, kt_page, kt_head, kt_dim;
   int64_t page_elems;  // layout.PageElements()
   int32_t num_kv_heads, page_size, group;
   const int32_t* seq_page_indptr;  // [num_seqs + 1]
@@ -70,6 +71,7 @@ struct SparqParams {
   // Scratch (sparq.cu sizes it): per (sequence, KV head) pair p.
   int32_t max_length;  // row stride of logits and score: the longest sequence, padded to 16 tokens
   int32_t score_chunks, select_chunks, att_chunks;
+  int32_t cap;             // the cluster kernel (sparq_cluster.cuh): tokens of shared memory per CTA
   float* logits;           // [p][group][max_length]
   float* chunk_stats;      // [p][score_chunks][group][2]: max, sum of exp2(l - max)
   float* lse2;             // [p][group]
@@ -77,7 +79,7 @@ struct SparqParams {
   uint32_t* hist;          // [p][3 levels][kSparqBins], zeroed before SparqScores
   uint32_t* chunk_counts;  // [p][select_chunks][2]: above and equal to the threshold
   int32_t* positions;      // [p][k]
-  float* alpha_part;       // [p][select_chunks][group]: alpha per select chunk
+  float* alpha_part;       // [p][select_chunks][group]: alpha per select chunk (per CTA of the cluster kernel)
   float* partial;          // [p][group][att_chunks][D + 2]: m, l, o
 };
 
@@ -112,56 +114,76 @@ __device__ __forceinline__ float BlockSum(float v, float* red) {
 // kN consecutive 16-bit elements (kN * 2 bytes, aligned to that) as floats, one vector load.
 template <typename T, int kN>
 __device__ __forceinline__ void LoadRow(const T* at, float (&out)[kN]) {
-  static_assert(sizeof(T) == 2 && (kN == 2 || kN == 4));
-  using Vec = std::conditional_t<kN == 4, uint2, uint32_t>;
+  static_assert(sizeof(T) == 2 && (kN == 2 || kN == 4 || kN == 8));
+  using Vec = std::conditional_t<kN == 8, uint4, std::conditional_t<kN == 4, uint2, uint32_t>>;
   const Vec raw = *reinterpret_cast<const Vec*>(at);
   const T* e = reinterpret_cast<const T*>(&raw);
 #pragma unroll
   for (int i = 0; i < kN; ++i) out[i] = ToFloat(e[i]);
 }
 
-// G: the group size rounded up to a power of two (<= kSparqMaxGroup), so that
-// the per-head registers are sized at compile time.
-template <typename T, int D, int G>
-__global__ void __launch_bounds__(kSparqScoreThreads) SparqApproxLogits(SparqParams p) {
-  __shared__ float mag[D];
-  __shared__ int32_t rank[D];
-  __shared__ int32_t comp[D];
-  __shared__ float qs[G][D];
-  __shared__ float red[kSparqScoreThreads / 32];
-  const int32_t seq = blockIdx.z, head = blockIdx.y;
-  const int32_t length = p.seq_length[seq];
-  const int32_t tok0 = blockIdx.x * kSparqScoreChunk;
-  if (tok0 >= length) return;
-  const int64_t q0 = (int64_t{seq} * p.num_kv_heads + head) * p.group * D;
-  // Step 1: the group's summed |q|, each dimension's rank (ties to the lower index), the top r ascending.
+// hist[bin] += 1 for every lane of the warp with `active`, one shared-memory
+// atomic per distinct bin (scores crowd into few bins: lane by lane, a warp's
+// equal bins would serialize). Every lane of the warp calls it.
+__device__ __forceinline__ void WarpHistogramAdd(uint32_t* hist, uint32_t bin, bool active) {
+  const unsigned live = __ballot_sync(0xffffffffu, active);
+  if (!active) return;
+  const unsigned same = __match_any_sync(live, bin);
+  if (threadIdx.x % 32 == static_cast<unsigned>(__ffs(same) - 1)) atomicAdd(&hist[bin], __popc(same));
+}
+
+// The pair's query heads (starting at element q0 of p.q) as floats into
+// raw[G][D] (0 past the group), all loads in flight at once. Ends with a barrier.
+template <int D, int G>
+__device__ __forceinline__ void SparqLoadQ(const SparqParams& p, int64_t q0, float (*raw)[D]) {
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    raw[i / D][i % D] = i < p.group * D ? LoadAny(p.q, p.q_dtype, q0 + i) : 0.0f;
+  }
+  __syncthreads();
+}
+
+// Step 1 from the pair's queries raw (SparqLoadQ): comp[0..r) the top r
+// components of the group's summed |q| ascending (ties to the lower index),
+// and qs[h][j] = q_h[comp[j]] * scale * log2(e) / c_h with
+// c_h = sqrt(||q_h[i1]||_1 / ||q_h||_1) (0 for the heads past the group that G
+// rounds up to). Every thread of the block calls it (blockDim.x >= D); ends
+// with a barrier.
+template <int D, int G>
+__device__ __forceinline__ void SparqComponents(const SparqParams& p, const float (*raw)[D], float* mag, int32_t* rank,
+                                                int32_t* comp, float (*qs)[D]) {
   for (int i = threadIdx.x; i < D; i += blockDim.x) {
     float s = 0.0f;
-    for (int h = 0; h < p.group; ++h) s += fabsf(LoadAny(p.q, p.q_dtype, q0 + int64_t{h} * D + i));
+#pragma unroll
+    for (int h = 0; h < G; ++h) s += fabsf(raw[h][i]);
     mag[i] = s;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < D; i += blockDim.x) {
     int32_t n = 0;
+#pragma unroll 32
     for (int j = 0; j < D; ++j) n += mag[j] > mag[i] || (mag[j] == mag[i] && j < i);
     rank[i] = n;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < D; i += blockDim.x) {
-    if (rank[i] >= p.r) continue;
-    int32_t at = 0;
-    for (int j = 0; j < i; ++j) at += rank[j] < p.r;
-    comp[at] = i;
+  // comp[at] = i for the chosen i, `at` = the chosen dimensions below i: one
+  // ballot per 32 dimensions (blockDim.x >= D).
+  const bool chosen = threadIdx.x < D && rank[threadIdx.x] < p.r;
+  const unsigned votes = __ballot_sync(0xffffffffu, chosen);
+  if (threadIdx.x < D && threadIdx.x % 32 == 0) mag[threadIdx.x / 32] = __popc(votes);  // mag is free again
+  __syncthreads();
+  if (chosen) {
+    int32_t at = __popc(votes & ((1u << (threadIdx.x % 32)) - 1u));
+    for (int w = 0; w < static_cast<int>(threadIdx.x / 32); ++w) at += static_cast<int32_t>(mag[w]);
+    comp[at] = threadIdx.x;
   }
   __syncthreads();
-  // The scaled query components: q_h[c_j] * scale * log2(e) / c_h, c_h = sqrt(||q_h[i1]||_1 / ||q_h||_1)
-  // (0 for the heads past the group that G rounds up to).
+  // The scaled query components (qs above).
   for (int i = threadIdx.x; i < G * D; i += blockDim.x) qs[i / D][i % D] = 0.0f;
   __syncthreads();
   for (int h = threadIdx.x / 32; h < p.group; h += blockDim.x / 32) {
     float all = 0.0f, sel = 0.0f;
     for (int i = threadIdx.x % 32; i < D; i += 32) {
-      const float a = fabsf(LoadAny(p.q, p.q_dtype, q0 + int64_t{h} * D + i));
+      const float a = fabsf(raw[h][i]);
       all += a;
       sel += rank[i] < p.r ? a : 0.0f;
     }
@@ -171,10 +193,28 @@ __global__ void __launch_bounds__(kSparqScoreThreads) SparqApproxLogits(SparqPar
     }
     const float c = sel > 0.0f ? sqrtf(sel / all) : 1.0f;
     for (int j = threadIdx.x % 32; j < p.r; j += 32) {
-      qs[h][j] = LoadAny(p.q, p.q_dtype, q0 + int64_t{h} * D + comp[j]) * p.scale_log2 / c;
+      qs[h][j] = raw[h][comp[j]] * p.scale_log2 / c;
     }
   }
   __syncthreads();
+}
+
+// G: the group size rounded up to a power of two (<= kSparqMaxGroup), so that
+// the per-head registers are sized at compile time.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kSparqScoreThreads) SparqApproxLogits(SparqParams p) {
+  __shared__ float mag[D];
+  __shared__ int32_t rank[D];
+  __shared__ int32_t comp[D];
+  __shared__ float qs[G][D], raw[G][D];
+  __shared__ float red[kSparqScoreThreads / 32];
+  const int32_t seq = blockIdx.z, head = blockIdx.y;
+  const int32_t length = p.seq_length[seq];
+  const int32_t tok0 = blockIdx.x * kSparqScoreChunk;
+  if (tok0 >= length) return;
+  const int64_t q0 = (int64_t{seq} * p.num_kv_heads + head) * p.group * D;
+  SparqLoadQ<D, G>(p, q0, raw);
+  SparqComponents<D, G>(p, raw, mag, rank, comp, qs);
   // Step 2: each thread 4 consecutive tokens of one page (page_size % 4 == 0),
   // one 8-byte load per component (a component's slots of a page are contiguous).
   const T* kt = static_cast<const T*>(p.k_t);
@@ -192,11 +232,11 @@ __global__ void __launch_bounds__(kSparqScoreThreads) SparqApproxLogits(SparqPar
   }
   if (t0 < length) {
     const int32_t page = pages[t0 / p.page_size];
-    const int64_t base = p.kt_plane + page * p.page_elems + int64_t{head} * p.page_size * D + t0 % p.page_size;
+    const int64_t base = p.kt_plane + head * p.kt_head + page * p.kt_page + t0 % p.page_size;
 #pragma unroll 8
     for (int j = 0; j < p.r; ++j) {
       float kv[4];
-      LoadRow<T, 4>(kt + base + int64_t{comp[j]} * p.page_size, kv);
+      LoadRow<T, 4>(kt + base + comp[j] * p.kt_dim, kv);
 #pragma unroll
       for (int u = 0; u < kPerThread; ++u) {
 #pragma unroll
@@ -260,12 +300,16 @@ __global__ void __launch_bounds__(kSparqScoreThreads) SparqScores(SparqParams p)
   __syncthreads();
   if (blockIdx.x == 0 && threadIdx.x < p.group) p.lse2[pair * p.group + threadIdx.x] = lse2[threadIdx.x];
   const int32_t window_begin = length - min(p.window, length);
-  for (int t = tok0 + threadIdx.x; t < min(length, tok0 + kSparqScoreChunk); t += blockDim.x) {
+  const int32_t end = min(length, tok0 + kSparqScoreChunk);
+  for (int base = tok0 + threadIdx.x / 32 * 32; base < end; base += blockDim.x) {  // warp-uniform trips
+    const int32_t t = base + threadIdx.x % 32;
     float s = 0.0f;
-    for (int h = 0; h < p.group; ++h) s += exp2f(p.logits[(pair * p.group + h) * p.max_length + t] - lse2[h]);
-    if (t >= window_begin) s = CUDART_INF_F;
-    p.score[pair * p.max_length + t] = s;
-    atomicAdd(&hist[__float_as_uint(s) >> 20], 1u);
+    if (t < end) {
+      for (int h = 0; h < p.group; ++h) s += exp2f(p.logits[(pair * p.group + h) * p.max_length + t] - lse2[h]);
+      if (t >= window_begin) s = CUDART_INF_F;
+      p.score[pair * p.max_length + t] = s;
+    }
+    WarpHistogramAdd(hist, __float_as_uint(s) >> 20, t < end);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < kSparqBins; i += blockDim.x) {
@@ -354,9 +398,9 @@ __global__ void __launch_bounds__(kSparqSelectThreads) SparqRefine(SparqParams p
   }
 #pragma unroll
   for (int u = 0; u < kPer; ++u) {
-    if (tok0 + static_cast<int>(threadIdx.x) + u * kSparqSelectThreads >= length) break;
-    if (level == 2 && (v[u] >> 20) == cut.prefix) atomicAdd(&hist[(v[u] >> 8) & 0xfff], 1u);
-    if (level == 3 && (v[u] >> 8) == cut.prefix) atomicAdd(&hist[(v[u] & 0xff) * (kSparqBins / 256)], 1u);
+    const bool live = tok0 + static_cast<int>(threadIdx.x) + u * kSparqSelectThreads < length;
+    if (level == 2) WarpHistogramAdd(hist, (v[u] >> 8) & 0xfff, live && (v[u] >> 20) == cut.prefix);
+    if (level == 3) WarpHistogramAdd(hist, (v[u] & 0xff) * (kSparqBins / 256), live && (v[u] >> 8) == cut.prefix);
   }
   __syncthreads();
   uint32_t* out = p.hist + (pair * 3 + level - 1) * kSparqBins;
@@ -468,22 +512,143 @@ __global__ void __launch_bounds__(kSparqSelectThreads) SparqWrite(SparqParams p)
   }
 }
 
-// A group of D / 8 lanes attends one gathered token at a time, lane s of the
-// group holding dimensions [8 s, 8 s + 8) (one 16-byte load of K and of V, a
-// 4- or 3-level shuffle per dot): 256 / D tokens per warp step, each lane
-// group with its own online-softmax state per head, merged at the end (lane
-// groups by shuffles, then warps through shared memory). Eight values of o
-// per head and lane keep the registers low enough for 3 CTAs per SM up to 4
-// heads per group (2 at 8, 1 at 16; H100:
-// 16 values per lane took 157 registers, one CTA per SM, 0.8 TB/s).
+// The gathered attention's lanes: a group of D / 8 lanes attends one token at
+// a time, lane s of the group holding dimensions [8 s, 8 s + 8) (one 16-byte
+// load of K and of V, a 4- or 3-level shuffle per dot), 256 / D tokens per
+// warp step, each lane group with its own online-softmax state per head.
+// Eight values of o per head and lane keep the registers low (H100: 16 values
+// per lane took 157 registers).
+// kDepth: tokens per lane group loaded before their math (more hide more
+// latency and take 8 registers each).
+template <int D, int G, int kDepth>
+struct SparqLanes {
+  static constexpr int kDims = 8;              // elements per lane
+  static constexpr int kLanes = D / kDims;     // lanes per token: 8 (D 64) or 16 (D 128)
+  static constexpr int kTokens = 32 / kLanes;  // tokens per warp step
+  float m[G], l[G], o[G][kDims];
+
+  __device__ __forceinline__ void Init() {
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      m[h] = -CUDART_INF_F;
+      l[h] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) o[h][i] = 0.0f;
+    }
+  }
+
+  // One token's K and V slices (this lane's 8 dimensions) into the states;
+  // every lane of the warp calls it (the dot's shuffles), `valid` false for
+  // a lane group without a token.
+  template <typename T>
+  __device__ __forceinline__ void Attend(const uint4& kr, const uint4& vr, bool valid, const float (*q)[D],
+                                         int32_t group) {
+    const int sub = threadIdx.x % 32 % kLanes;
+    const T* ke = reinterpret_cast<const T*>(&kr);
+    const T* ve = reinterpret_cast<const T*>(&vr);
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) dot += q[h][sub * kDims + i] * ToFloat(ke[i]);
+#pragma unroll
+      for (int off = 1; off < kLanes; off *= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+      if (!valid || h >= group) continue;
+      const float m_new = fmaxf(m[h], dot);
+      const float factor = RescaleFactor(m[h], m_new);
+      const float pr = exp2f(dot - m_new);
+      l[h] = l[h] * factor + pr;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) o[h][i] = o[h][i] * factor + pr * ToFloat(ve[i]);
+      m[h] = m_new;
+    }
+  }
+
+  // The warp's `count` (1..32) tokens, lane j holding token j's K row offset
+  // in `row_at` (the V row is v_delta past it); lane group g takes tokens g,
+  // g + kTokens, ..., kDepth of them loaded before their math.
+  template <typename T>
+  __device__ __forceinline__ void AttendWarp(const T* kv, int64_t v_delta, int64_t row_at, int count,
+                                             const float (*q)[D], int32_t group) {
+    const int lane = threadIdx.x % 32, grp = lane / kLanes, sub = lane % kLanes;
+    for (int j0 = 0; j0 < count; j0 += kDepth * kTokens) {
+      uint4 kr[kDepth], vr[kDepth];
+#pragma unroll
+      for (int x = 0; x < kDepth; ++x) {
+        const int j = min(j0 + x * kTokens + grp, count - 1);
+        const int64_t at = __shfl_sync(0xffffffffu, row_at, j) + sub * kDims;
+        kr[x] = *reinterpret_cast<const uint4*>(kv + at);
+        vr[x] = *reinterpret_cast<const uint4*>(kv + at + v_delta);
+      }
+#pragma unroll
+      for (int x = 0; x < kDepth; ++x) Attend<T>(kr[x], vr[x], j0 + x * kTokens + grp < count, q, group);
+    }
+  }
+
+  // The lane groups merged (shuffles across the group strides: lanes with the
+  // same sub hold the same dimensions), then the block's warps through shared
+  // memory (wm, wl [warps][G], wo [warps][D]) into per head h: out[h * stride]
+  // = m, out[h * stride + 1] = l, out[h * stride + 2 + i] = o[i]. Every thread
+  // of the block calls it.
+  __device__ __forceinline__ void MergeBlock(int32_t group, float (*wm)[G], float (*wl)[G], float (*wo)[D], float* out,
+                                             int64_t stride) {
+    const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int grp = lane / kLanes, sub = lane % kLanes;
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+#pragma unroll
+      for (int off = kLanes; off < 32; off *= 2) {
+        const float m_other = __shfl_xor_sync(0xffffffffu, m[h], off);
+        const float l_other = __shfl_xor_sync(0xffffffffu, l[h], off);
+        const float m_new = fmaxf(m[h], m_other);
+        const float mine = RescaleFactor(m[h], m_new), theirs = RescaleFactor(m_other, m_new);
+        l[h] = l[h] * mine + l_other * theirs;
+#pragma unroll
+        for (int i = 0; i < kDims; ++i) o[h][i] = o[h][i] * mine + __shfl_xor_sync(0xffffffffu, o[h][i], off) * theirs;
+        m[h] = m_new;
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      if (h >= group) break;
+      if (lane == 0) {
+        wm[warp][h] = m[h];
+        wl[warp][h] = l[h];
+      }
+      __syncthreads();
+      float big = -CUDART_INF_F;
+      for (int w = 0; w < warps; ++w) big = fmaxf(big, wm[w][h]);
+      const float mine = RescaleFactor(m[h], big);
+      if (grp == 0) {
+#pragma unroll
+        for (int i = 0; i < kDims; ++i) wo[warp][sub * kDims + i] = o[h][i] * mine;
+      }
+      __syncthreads();
+      float* dst = out + h * stride;
+      for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float acc = 0.0f;
+        for (int w = 0; w < warps; ++w) acc += wo[w][i];
+        dst[2 + i] = acc;
+      }
+      if (threadIdx.x == 0) {
+        float acc = 0.0f;
+        for (int w = 0; w < warps; ++w) acc += wl[w][h] * RescaleFactor(wm[w][h], big);
+        dst[0] = big;
+        dst[1] = acc;
+      }
+      __syncthreads();
+    }
+  }
+};
+
+// Exact attention of the group's heads over kSparqAttChunk selected tokens
+// (SparqLanes), a partial (m, l, o) per head and chunk. Registers allow 3
+// CTAs per SM up to 4 heads per group (2 at 8, 1 at 16).
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kSparqAttThreads, G <= 4   ? 3
                                                     : G <= 8 ? 2
                                                              : 1) SparqGatherAttend(SparqParams p) {
   constexpr int kWarps = kSparqAttThreads / 32;
-  constexpr int kDims = 8;              // elements per lane
-  constexpr int kLanes = D / kDims;     // lanes per token: 8 (D 64) or 16 (D 128)
-  constexpr int kTokens = 32 / kLanes;  // tokens per warp step
   __shared__ float q[G][D];
   __shared__ float wm[kWarps][G], wl[kWarps][G];
   __shared__ float wo[kWarps][D];
@@ -499,108 +664,22 @@ __global__ void __launch_bounds__(kSparqAttThreads, G <= 4   ? 3
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int grp = lane / kLanes, sub = lane % kLanes;
-  const T* kv = static_cast<const T*>(p.kv_pool);
   const int32_t* pages = p.page_indices + p.seq_page_indptr[seq];
-  const int64_t v_delta = p.v_plane - p.k_plane;
-  float m[G], l[G], o[G][kDims];
-#pragma unroll
-  for (int h = 0; h < G; ++h) {
-    m[h] = -CUDART_INF_F;
-    l[h] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) o[h][i] = 0.0f;
-  }
+  SparqLanes<D, G, 2> lanes;  // 3 CTAs per SM leave no registers for more
+  lanes.Init();
   // Warp w takes the chunk's tokens [w * 32, w * 32 + 32) (lane j looks up
-  // token j's row: the dependent loads of all 32 at once); lane group g takes
-  // tokens g, g + kTokens, ...
+  // token j's row: the dependent loads of all 32 at once).
   const int n_lane = first + warp * 32 + lane;
   int64_t row_at = 0;
   if (n_lane < last) {
     const int32_t t = p.positions[pair * p.k + n_lane];
     row_at = SparqKRow(p, pages[t / p.page_size], head, t % p.page_size, D);
   }
-  const int count = max(0, min(32, last - (first + warp * 32)));
-  for (int j0 = 0; j0 < count; j0 += kTokens) {
-    const int j = j0 + grp;
-    const int64_t at = __shfl_sync(0xffffffffu, row_at, min(j, count - 1)) + sub * kDims;
-    float kf[kDims], vf[kDims];
-#pragma unroll
-    for (int c = 0; c < kDims; c += 8) {
-      const uint4 kr = *reinterpret_cast<const uint4*>(kv + at + c);
-      const uint4 vr = *reinterpret_cast<const uint4*>(kv + at + v_delta + c);
-      const T* ke = reinterpret_cast<const T*>(&kr);
-      const T* ve = reinterpret_cast<const T*>(&vr);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        kf[c + i] = ToFloat(ke[i]);
-        vf[c + i] = ToFloat(ve[i]);
-      }
-    }
-    const bool valid = j < count;
-#pragma unroll
-    for (int h = 0; h < G; ++h) {
-      float dot = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kDims; ++i) dot += q[h][sub * kDims + i] * kf[i];
-#pragma unroll
-      for (int off = 1; off < kLanes; off *= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-      if (!valid || h >= p.group) continue;
-      const float m_new = fmaxf(m[h], dot);
-      const float factor = RescaleFactor(m[h], m_new);
-      const float pr = exp2f(dot - m_new);
-      l[h] = l[h] * factor + pr;
-#pragma unroll
-      for (int i = 0; i < kDims; ++i) o[h][i] = o[h][i] * factor + pr * vf[i];
-      m[h] = m_new;
-    }
-  }
-  // Lane groups merged (shuffles across the group strides: lanes with the
-  // same sub hold the same dimensions), then warps through shared memory.
-#pragma unroll
-  for (int h = 0; h < G; ++h) {
-#pragma unroll
-    for (int off = kLanes; off < 32; off *= 2) {
-      const float m_other = __shfl_xor_sync(0xffffffffu, m[h], off);
-      const float l_other = __shfl_xor_sync(0xffffffffu, l[h], off);
-      const float m_new = fmaxf(m[h], m_other);
-      const float mine = RescaleFactor(m[h], m_new), theirs = RescaleFactor(m_other, m_new);
-      l[h] = l[h] * mine + l_other * theirs;
-#pragma unroll
-      for (int i = 0; i < kDims; ++i) o[h][i] = o[h][i] * mine + __shfl_xor_sync(0xffffffffu, o[h][i], off) * theirs;
-      m[h] = m_new;
-    }
-  }
-#pragma unroll
-  for (int h = 0; h < G; ++h) {
-    if (h >= p.group) break;
-    if (lane == 0) {
-      wm[warp][h] = m[h];
-      wl[warp][h] = l[h];
-    }
-    __syncthreads();
-    float big = -CUDART_INF_F;
-    for (int w = 0; w < kWarps; ++w) big = fmaxf(big, wm[w][h]);
-    const float mine = RescaleFactor(m[h], big);
-    if (grp == 0) {
-#pragma unroll
-      for (int i = 0; i < kDims; ++i) wo[warp][sub * kDims + i] = o[h][i] * mine;
-    }
-    __syncthreads();
-    float* out = p.partial + ((pair * p.group + h) * p.att_chunks + blockIdx.x) * (D + 2);
-    for (int i = threadIdx.x; i < D; i += blockDim.x) {
-      float acc = 0.0f;
-      for (int w = 0; w < kWarps; ++w) acc += wo[w][i];
-      out[2 + i] = acc;
-    }
-    if (threadIdx.x == 0) {
-      float acc = 0.0f;
-      for (int w = 0; w < kWarps; ++w) acc += wl[w][h] * RescaleFactor(wm[w][h], big);
-      out[0] = big;
-      out[1] = acc;
-    }
-    __syncthreads();
-  }
+  const int count = min(32, last - (first + warp * 32));
+  if (count > 0)
+    lanes.template AttendWarp<T>(static_cast<const T*>(p.kv_pool), p.v_plane - p.k_plane, row_at, count, q, p.group);
+  lanes.MergeBlock(p.group, wm, wl, wo, p.partial + (pair * p.group * p.att_chunks + blockIdx.x) * (D + 2),
+                   int64_t{p.att_chunks} * (D + 2));
 }
 
 // grid (query head of the group, KV head, sequence), one thread per output
@@ -637,19 +716,21 @@ __global__ void __launch_bounds__(D) SparqFinalize(SparqParams p) {
   StoreAny(p.out, p.out_dtype, (pair * p.group + h) * D + d, y);
 }
 
-// The second K copy (KvTransposedOffset) of every layer, page and head:
-// grid (page, layer), one (head, slot, dim) element per thread step.
+// The second K copy (KvTransposedOffset: its steps between layers, pages,
+// heads and components) of every layer, page and head: grid (page, layer),
+// one (head, slot, dim) element of the page's K per thread step (coalesced
+// reads).
 template <typename T>
-__global__ void SparqTransposeK(const T* __restrict__ kv, T* __restrict__ k_t, int64_t num_pages, int64_t page_elems,
-                                int32_t page_size, int32_t head_dim) {
+__global__ void SparqTransposeK(const T* __restrict__ kv, T* __restrict__ k_t, int64_t num_pages, int32_t num_kv_heads,
+                                int32_t page_size, int32_t head_dim, int64_t kt_layer, int64_t kt_page, int64_t kt_head,
+                                int64_t kt_dim) {
   const int64_t page = blockIdx.x, layer = blockIdx.y;
+  const int64_t tile = int64_t{page_size} * head_dim, page_elems = tile * num_kv_heads;
   const T* src = kv + ((layer * 2) * num_pages + page) * page_elems;  // the K plane
-  T* dst = k_t + (layer * num_pages + page) * page_elems;
   for (int64_t i = threadIdx.x; i < page_elems; i += blockDim.x) {
-    const int64_t tile = page_size * int64_t{head_dim};
     const int64_t head = i / tile, rest = i % tile;
-    const int64_t d = rest / page_size, slot = rest % page_size;  // i indexes the destination
-    dst[i] = src[head * tile + slot * head_dim + d];
+    const int64_t slot = rest / head_dim, d = rest % head_dim;  // i indexes the source
+    k_t[layer * kt_layer + page * kt_page + head * kt_head + d * kt_dim + slot] = src[i];
   }
 }
 

@@ -520,8 +520,8 @@ TEST_P(SparqReferenceTest, FillKTransposedRoundTrip) {
         for (int32_t slot = 0; slot < s.page_size; ++slot) {
           for (int32_t dim = 0; dim < s.head_dim; ++dim) {
             const int64_t from = l.Offset(layer, 0, page, head, slot) + dim;
-            const int64_t tile = (int64_t{layer} * l.num_pages + page) * s.kv_heads + head;
-            const int64_t to = (tile * s.head_dim + dim) * s.page_size + slot;
+            const int64_t row = (int64_t{layer} * s.kv_heads + head) * s.head_dim + dim;
+            const int64_t to = row * l.num_pages * s.page_size + page * s.page_size + slot;
             ASSERT_EQ(KvTransposedOffset(l, layer, page, head, dim, slot), to);
             ASSERT_EQ(std::memcmp(copy.data() + to * bytes, p.kv.data() + from * bytes, bytes), 0)
                 << layer << " " << page << " " << head << " " << slot << " " << dim;
