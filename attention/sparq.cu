@@ -209,7 +209,8 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
   BANYAN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // the host arrays may go once Prepare returns
   // The path: one cluster launch where pages hold a multiple of 8 slots, a
   // cluster's shared memory holds the longest sequence's scores and (unless
-  // asked for) every pair's cluster runs at once; else the eight launches.
+  // asked for) its logits, and every pair's cluster runs at once; else the
+  // eight launches.
   cluster_ = 0;
   if (cluster_request_ > 0 && args.layout.page_size % 8 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -224,9 +225,10 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
       const bool logits_shared = kernels::SparqClusterSmemBytes(group, cap, true) <= kClusterSharedLogitsBytes;
       const int64_t smem = kernels::SparqClusterSmemBytes(group, cap, logits_shared);
       const int32_t at_once = cap <= kernels::kSparqClusterMaxCap ? ClustersAtOnce(kernel, size, smem) : 0;
-      // Asked for: wherever it runs. Picked: where every pair's cluster runs at once (H100, bench/RESULTS.md
-      // "SparQ (GPU)": a second wave of clusters costs more than the eight launches' whole run).
-      if (cluster_request_ == size ? at_once > 0 : at_once >= pairs) {
+      // Asked for: wherever it runs. Picked: where every pair's cluster runs at once and keeps its logits in
+      // shared memory (H100, bench/RESULTS.md "SparQ (GPU)": a second wave of clusters, or logits through
+      // global memory, cost more than the eight launches).
+      if (cluster_request_ == size ? at_once > 0 : at_once >= pairs && logits_shared) {
         cluster_ = size;
         cluster_cap_ = cap;
         cluster_smem_ = smem;

@@ -4,11 +4,11 @@
 // tokens, the mean-value term. One launch of a thread block cluster per
 // sequence and KV head (kernels/sparq_cluster.cuh) where pages hold a
 // multiple of 8 slots, a cluster's shared memory holds the longest
-// sequence's scores (6 bytes per token and CTA: 16 CTAs take up to ~600K
-// tokens on the H100) and every pair's cluster runs at once (about 14
-// clusters of 16 on the H100), else eight launches on one stream
-// (kernels/sparq.cuh) with the scores in global memory.
-// Speed (H100, bench/RESULTS.md "SparQ (GPU)"): 0.6-1.45x exact attention
+// sequence's scores and logits at two CTAs per SM (88 KB: 64K tokens at 4
+// query heads per KV head in clusters of 16) and every pair's cluster runs
+// at once (about 14 clusters of 16 on the H100), else eight launches on one
+// stream (kernels/sparq.cuh) with the scores in global memory.
+// Speed (H100, bench/RESULTS.md "SparQ (GPU)"): 0.7-1.6x exact attention
 // over the same KV so far; faster only for long sequences.
 //
 //   BANYAN_ASSIGN_OR_RETURN(auto sparq, SparqAttention::Create());
@@ -68,7 +68,8 @@ class SparqAttention {
   [[nodiscard]] absl::Status Run(const SparqArgs& args, cudaStream_t stream);
 
   // The path Prepare takes: 0 (default) picks clusters of 16 CTAs where all
-  // of them run at once, else of 8 where so, else the eight launches; 8 or 16 asks for that cluster
+  // of them run at once with their logits in shared memory, else of 8 where
+  // so, else the eight launches; 8 or 16 asks for that cluster
   // size (Prepare returns kInvalidArgument where it does not fit or pages
   // hold no multiple of 8 slots); -1 asks for the eight launches. Takes
   // effect at the next Prepare.

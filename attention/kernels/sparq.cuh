@@ -122,16 +122,6 @@ __device__ __forceinline__ void LoadRow(const T* at, float (&out)[kN]) {
   for (int i = 0; i < kN; ++i) out[i] = ToFloat(e[i]);
 }
 
-// hist[bin] += 1 for every lane of the warp with `active`, one shared-memory
-// atomic per distinct bin (scores crowd into few bins: lane by lane, a warp's
-// equal bins would serialize). Every lane of the warp calls it.
-__device__ __forceinline__ void WarpHistogramAdd(uint32_t* hist, uint32_t bin, bool active) {
-  const unsigned live = __ballot_sync(0xffffffffu, active);
-  if (!active) return;
-  const unsigned same = __match_any_sync(live, bin);
-  if (threadIdx.x % 32 == static_cast<unsigned>(__ffs(same) - 1)) atomicAdd(&hist[bin], __popc(same));
-}
-
 // The pair's query heads (starting at element q0 of p.q) as floats into
 // raw[G][D] (0 past the group), all loads in flight at once. Ends with a barrier.
 template <int D, int G>
@@ -309,7 +299,7 @@ __global__ void __launch_bounds__(kSparqScoreThreads) SparqScores(SparqParams p)
       if (t >= window_begin) s = CUDART_INF_F;
       p.score[pair * p.max_length + t] = s;
     }
-    WarpHistogramAdd(hist, __float_as_uint(s) >> 20, t < end);
+    if (t < end) atomicAdd(&hist[__float_as_uint(s) >> 20], 1u);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < kSparqBins; i += blockDim.x) {
@@ -399,8 +389,8 @@ __global__ void __launch_bounds__(kSparqSelectThreads) SparqRefine(SparqParams p
 #pragma unroll
   for (int u = 0; u < kPer; ++u) {
     const bool live = tok0 + static_cast<int>(threadIdx.x) + u * kSparqSelectThreads < length;
-    if (level == 2) WarpHistogramAdd(hist, (v[u] >> 8) & 0xfff, live && (v[u] >> 20) == cut.prefix);
-    if (level == 3) WarpHistogramAdd(hist, (v[u] & 0xff) * (kSparqBins / 256), live && (v[u] >> 8) == cut.prefix);
+    if (level == 2 && live && (v[u] >> 20) == cut.prefix) atomicAdd(&hist[(v[u] >> 8) & 0xfff], 1u);
+    if (level == 3 && live && (v[u] >> 8) == cut.prefix) atomicAdd(&hist[(v[u] & 0xff) * (kSparqBins / 256)], 1u);
   }
   __syncthreads();
   uint32_t* out = p.hist + (pair * 3 + level - 1) * kSparqBins;
@@ -665,7 +655,7 @@ __global__ void __launch_bounds__(kSparqAttThreads, G <= 4   ? 3
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int32_t* pages = p.page_indices + p.seq_page_indptr[seq];
-  SparqLanes<D, G, 2> lanes;  // 3 CTAs per SM leave no registers for more
+  SparqLanes<D, G, 1> lanes;  // 3 CTAs per SM: 2 tokens in flight spilled ~300 bytes (G 4, D 128)
   lanes.Init();
   // Warp w takes the chunk's tokens [w * 32, w * 32 + 32) (lane j looks up
   // token j's row: the dependent loads of all 32 at once).

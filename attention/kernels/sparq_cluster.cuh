@@ -54,6 +54,16 @@ __host__ __device__ constexpr int32_t SparqClusterSlice(int32_t length, int32_t 
   return ((length + size - 1) / size + 7) / 8 * 8;
 }
 
+// hist[bin] += 1 for every lane of the warp with `active`, one shared-memory
+// atomic per distinct bin (scores crowd into few bins: lane by lane, a warp's
+// equal bins would serialize). Every lane of the warp calls it.
+__device__ __forceinline__ void WarpHistogramAdd(uint32_t* hist, uint32_t bin, bool active) {
+  const unsigned live = __ballot_sync(0xffffffffu, active);
+  if (!active) return;
+  const unsigned same = __match_any_sync(live, bin);
+  if (threadIdx.x % 32 == static_cast<unsigned>(__ffs(same) - 1)) atomicAdd(&hist[bin], __popc(same));
+}
+
 // Two CTAs per SM up to 4 query heads per KV head (128 registers; more heads
 // spill there: the lanes' o and the logits' accumulators).
 template <typename T, int D, int G>
