@@ -133,9 +133,10 @@ cudaLaunchConfig_t ClusterConfig(int32_t size, int32_t kv_heads, int32_t seqs, i
 }
 
 // How many clusters of `size` CTAs with `smem` dynamic bytes each run at
-// once on the current device (sets the kernel's shared-memory limit and, for
-// sizes above 8, allows them); 0 where none can (a CUDA error of the probe
-// counts as none).
+// once on the current device; 0 where none can (a CUDA error of the probe
+// counts as none). Raises the kernel's shared-memory limit to all the device
+// offers (so that runners of other sizes sharing the kernel never undercut
+// each other) and, for sizes above 8, allows them.
 int32_t ClustersAtOnce(ClusterKernel kernel, int32_t size, int64_t smem) {
   int device = 0, optin = 0;
   cudaFuncAttributes attrs{};
@@ -143,8 +144,8 @@ int32_t ClustersAtOnce(ClusterKernel kernel, int32_t size, int64_t smem) {
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
       cudaFuncGetAttributes(&attrs, kernel) != cudaSuccess ||
       static_cast<int64_t>(attrs.sharedSizeBytes) + smem > optin ||
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
-          cudaSuccess ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           optin - static_cast<int>(attrs.sharedSizeBytes)) != cudaSuccess ||
       (size > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)) {
     (void)cudaGetLastError();
     return 0;

@@ -69,10 +69,10 @@ class SparqAttention {
 
   // The path Prepare takes: 0 (default) picks clusters of 16 CTAs where all
   // of them run at once with their logits in shared memory, else of 8 where
-  // so, else the eight launches; 8 or 16 asks for that cluster
-  // size (Prepare returns kInvalidArgument where it does not fit or pages
-  // hold no multiple of 8 slots); -1 asks for the eight launches. Takes
-  // effect at the next Prepare.
+  // so, else the eight launches; 8 or 16 asks for that cluster size
+  // (Prepare returns kInvalidArgument where it does not fit or pages hold no
+  // multiple of 8 slots); -1 asks for the eight launches. Takes effect at the
+  // next Prepare.
   void set_cluster_size(int32_t size) { cluster_request_ = size; }
   // The cluster size the last Prepare chose, 0 for the eight launches.
   int32_t cluster_size() const { return cluster_; }
