@@ -9,9 +9,10 @@
 //      transposed K copy; per head the max and sum of exp2.   cluster barrier
 //   2. every head's log2-sum-exp from the C CTAs' (max, sum); per token the
 //      summed approximate softmax (+inf in the local window).
-//   3. the exact k-th largest score, 8 bits at a time from the top: each CTA
-//      a 256-bin histogram of its candidates, every CTA sums the C
-//      histograms and finds the crossing bin.          4 cluster barriers
+//   3. the exact k-th largest score, 8 bits at a time from the top (until a
+//      level's crossing bin is taken whole): each CTA a 256-bin histogram of
+//      its candidates, every CTA sums the C
+//      histograms and finds the crossing bin.   up to 4 cluster barriers
 //   4. per CTA the tokens above the threshold, and equal to it in position
 //      order while the sequence's `want` lasts (2 cluster barriers): their
 //      local indices in shared memory (ascending, by warp ballots) and the
@@ -82,6 +83,7 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
   __shared__ float from_m[G][kC], from_s[G][kC];  // the cluster's (max, sum), then (m, l), then alpha per head
   __shared__ uint32_t hist[2][256];
   __shared__ typename Scan::TempStorage scan;
+  __shared__ bool found_whole;
   __shared__ uint32_t found, found_above, counts[2], eq_prior, their_counts[kC][2], warp_counts[kWarps][2];
   __shared__ int32_t offset[kSparqClusterMaxSize + 1];  // first selected index of each CTA; [C] = the total
   __shared__ float wm[kWarps][G], wl[kWarps][G], wo[kWarps][D];
@@ -109,6 +111,8 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
 
   // 1. Components, the full scaled queries, the logits of this CTA's tokens
   // (kTok tokens of one page per thread step: page_size % kTok == 0).
+  // The first step's page id is loaded before the components' barriers.
+  const int32_t first_page = threadIdx.x * kTok < n ? pages[(tok0 + threadIdx.x * kTok) / p.page_size] : 0;
   SparqLoadQ<D, G>(p, q0, qf);
   SparqComponents<D, G>(p, qf, mag, rank, comp, qs);
   for (int i = threadIdx.x; i < G * D; i += kThreads) qf[i / D][i % D] *= p.scale_log2;
@@ -121,7 +125,8 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
   const T* kt = static_cast<const T*>(p.k_t) + p.kt_plane + head * p.kt_head;
   for (int i = threadIdx.x * kTok; i < n; i += kThreads * kTok) {
     const int32_t t = tok0 + i;
-    const int64_t base = pages[t / p.page_size] * p.kt_page + t % p.page_size;
+    const int32_t page = i == static_cast<int>(threadIdx.x) * kTok ? first_page : pages[t / p.page_size];
+    const int64_t base = page * p.kt_page + t % p.page_size;
     float acc[kTok][G];
 #pragma unroll
     for (int u = 0; u < kTok; ++u) {
@@ -215,7 +220,10 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
   // floats order as their bits). Histograms alternate between two buffers: a
   // level's buffer is read by the other CTAs before they reach the next
   // level's barrier, so the level after next may clear it.
-  uint32_t prefix = 0, want = static_cast<uint32_t>(min(p.k, length));
+  // rest: the threshold's low bits left unknown; a level whose crossing bin
+  // is taken whole (its count is exactly the tokens still wanted) ends the
+  // search early.
+  uint32_t prefix = 0, want = static_cast<uint32_t>(min(p.k, length)), rest = 32;
   for (int level = 0; level < 4; ++level) {
     const int shift = 24 - 8 * level;
     uint32_t* hb = hist[level & 1];
@@ -240,11 +248,15 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
     if (threadIdx.x < 256 && before < want && before + mine >= want) {
       found = 255 - threadIdx.x;
       found_above = before;
+      found_whole = before + mine == want;
     }
     __syncthreads();
     prefix = (prefix << 8) | found;
     want -= found_above;
+    rest -= 8;
+    const bool whole = found_whole;
     __syncthreads();  // found and the scan's storage are written again next level
+    if (whole) break;
   }
 
   // 4. This CTA's selected tokens, in position order: warp w owns a run of
@@ -254,8 +266,8 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
   const int w0 = min(n, warp * wspan), w1 = min(n, w0 + wspan);
   uint32_t gt = 0, eq = 0;
   for (int i = w0 + lane; i < w1; i += 32) {
-    gt += score[i] > prefix;
-    eq += score[i] == prefix;
+    gt += (score[i] >> rest) > prefix;
+    eq += (score[i] >> rest) == prefix;
   }
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) {
@@ -315,9 +327,9 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
     for (int i0 = w0; i0 < w1; i0 += 32) {
       const int i = i0 + lane;
       const uint32_t v = i < w1 ? score[i] : 0u;
-      const bool is_eq = i < w1 && v == prefix;
+      const bool is_eq = i < w1 && (v >> rest) == prefix;
       const unsigned eqs = __ballot_sync(0xffffffffu, is_eq);
-      const bool take = (i < w1 && v > prefix) || (is_eq && eq_run + __popc(eqs & below) < want);
+      const bool take = (i < w1 && (v >> rest) > prefix) || (is_eq && eq_run + __popc(eqs & below) < want);
       const unsigned takes = __ballot_sync(0xffffffffu, take);
       if (take) {
         sel[out + __popc(takes & below)] = static_cast<uint16_t>(i);
