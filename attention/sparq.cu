@@ -26,15 +26,21 @@ constexpr int64_t kClusterSharedLogitsBytes = 88 * 1024;
 struct ScratchLayout {
   int64_t logits, chunk_stats, lse2, score, hist, chunk_counts, positions, alpha_part, partial, total;
 };
-ScratchLayout LayoutFor(int64_t pairs, int32_t group, int32_t max_length, int32_t score_chunks, int32_t select_chunks,
-                        int32_t k, int32_t att_chunks, int32_t head_dim) {
-  ScratchLayout s{};
+// Hands out consecutive 256-byte aligned byte ranges of the scratch.
+struct ScratchCursor {
   int64_t at = 0;
-  auto take = [&](int64_t bytes) {
+  int64_t Take(int64_t bytes) {
     const int64_t here = at;
     at += Align(bytes);
     return here;
-  };
+  }
+};
+
+ScratchLayout LayoutFor(int64_t pairs, int32_t group, int32_t max_length, int32_t score_chunks, int32_t select_chunks,
+                        int32_t k, int32_t att_chunks, int32_t head_dim) {
+  ScratchLayout s{};
+  ScratchCursor cursor;
+  auto take = [&](int64_t bytes) { return cursor.Take(bytes); };
   s.logits = take(pairs * group * int64_t{max_length} * 4);
   s.chunk_stats = take(pairs * score_chunks * group * 2 * 4);
   s.lse2 = take(pairs * group * 4);
@@ -44,7 +50,7 @@ ScratchLayout LayoutFor(int64_t pairs, int32_t group, int32_t max_length, int32_
   s.positions = take(pairs * int64_t{k} * 4);
   s.alpha_part = take(pairs * select_chunks * group * 4);
   s.partial = take(pairs * group * att_chunks * int64_t{head_dim + 2} * 4);
-  s.total = at;
+  s.total = cursor.at;
   return s;
 }
 
@@ -52,10 +58,11 @@ ScratchLayout LayoutFor(int64_t pairs, int32_t group, int32_t max_length, int32_
 // do not stay in shared memory, positions, alpha per CTA.
 ScratchLayout ClusterLayoutFor(int64_t pairs, int32_t group, int32_t size, int32_t cap, bool logits_global, int32_t k) {
   ScratchLayout s{};
-  s.logits = 0;
-  s.positions = Align(logits_global ? pairs * size * group * int64_t{cap} * 4 : 0);
-  s.alpha_part = s.positions + Align(pairs * int64_t{k} * 4);
-  s.total = s.alpha_part + Align(pairs * size * group * 4);
+  ScratchCursor cursor;
+  s.logits = cursor.Take(logits_global ? pairs * size * group * int64_t{cap} * 4 : 0);
+  s.positions = cursor.Take(pairs * int64_t{k} * 4);
+  s.alpha_part = cursor.Take(pairs * size * group * 4);
+  s.total = cursor.at;
   return s;
 }
 
@@ -95,6 +102,20 @@ absl::Status LaunchForGroup(const SparqParams& p, int32_t num_seqs, cudaStream_t
 template <typename T>
 absl::Status LaunchFor(int32_t head_dim, const SparqParams& p, int32_t num_seqs, cudaStream_t stream) {
   return head_dim == 64 ? LaunchForGroup<T, 64>(p, num_seqs, stream) : LaunchForGroup<T, 128>(p, num_seqs, stream);
+}
+
+// The second K copy's steps (KvTransposedOffset).
+kernels::SparqKtStrides KtStridesOf(const KvLayout& layout) {
+  return {KvTransposedOffset(layout, 1, 0, 0, 0, 0), KvTransposedOffset(layout, 0, 1, 0, 0, 0),
+          KvTransposedOffset(layout, 0, 0, 1, 0, 0), KvTransposedOffset(layout, 0, 0, 0, 1, 0)};
+}
+
+template <typename T>
+void LaunchTransposeK(const KvLayout& layout, const void* kv_pool, void* k_transposed, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(layout.num_pages), layout.num_layers);
+  kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(static_cast<const T*>(kv_pool), static_cast<T*>(k_transposed),
+                                                     layout.num_pages, layout.num_kv_heads, layout.page_size,
+                                                     layout.head_dim, KtStridesOf(layout));
 }
 
 using ClusterKernel = void (*)(SparqParams);
@@ -230,6 +251,7 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
       // shared memory (H100, bench/RESULTS.md "SparQ (GPU)": a second wave of clusters, or logits through
       // global memory, cost more than the eight launches).
       if (cluster_request_ == size ? at_once > 0 : at_once >= pairs && logits_shared) {
+        cluster_kernel_ = kernel;
         cluster_ = size;
         cluster_cap_ = cap;
         cluster_smem_ = smem;
@@ -255,9 +277,7 @@ absl::Status SparqAttention::Prepare(const SparqArgs& args, cudaStream_t stream)
   p.k_plane = args.layout.PlaneOffset(args.layer, 0);
   p.v_plane = args.layout.PlaneOffset(args.layer, 1);
   p.kt_plane = KvTransposedOffset(args.layout, args.layer, 0, 0, 0, 0);
-  p.kt_page = KvTransposedOffset(args.layout, 0, 1, 0, 0, 0);
-  p.kt_head = KvTransposedOffset(args.layout, 0, 0, 1, 0, 0);
-  p.kt_dim = KvTransposedOffset(args.layout, 0, 0, 0, 1, 0);
+  p.kt = KtStridesOf(args.layout);
   p.page_elems = args.layout.PageElements();
   p.num_kv_heads = args.layout.num_kv_heads;
   p.page_size = args.layout.page_size;
@@ -327,8 +347,7 @@ absl::Status SparqAttention::Run(const SparqArgs& args, cudaStream_t stream) {
     cudaLaunchAttribute attr{};
     const cudaLaunchConfig_t config =
         ClusterConfig(cluster_, args.layout.num_kv_heads, args.num_seqs, cluster_smem_, stream, &attr);
-    return BANYAN_CUDA_STATUS(
-        cudaLaunchKernelEx(&config, ClusterKernelFor(args.kv_dtype, args.head_dim(), args.group_size()), p));
+    return BANYAN_CUDA_STATUS(cudaLaunchKernelEx(&config, cluster_kernel_, p));
   }
   char* base = static_cast<char*>(scratch_.data());
   BANYAN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(base + hist_offset_, 0, hist_bytes_, stream));
@@ -370,19 +389,10 @@ absl::Status WriteKTransposed(const KvLayout& layout, DType dtype, const void* k
     return absl::InvalidArgumentError("write k transposed: a 16-bit pool whose layout says so");
   }
   if (layout.num_pages == 0 || layout.num_layers == 0) return absl::OkStatus();
-  const dim3 grid(static_cast<unsigned>(layout.num_pages), layout.num_layers);
   if (dtype == DType::kBf16) {
-    kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(
-        static_cast<const __nv_bfloat16*>(kv_pool), static_cast<__nv_bfloat16*>(k_transposed), layout.num_pages,
-        layout.num_kv_heads, layout.page_size, layout.head_dim, KvTransposedOffset(layout, 1, 0, 0, 0, 0),
-        KvTransposedOffset(layout, 0, 1, 0, 0, 0), KvTransposedOffset(layout, 0, 0, 1, 0, 0),
-        KvTransposedOffset(layout, 0, 0, 0, 1, 0));
+    LaunchTransposeK<__nv_bfloat16>(layout, kv_pool, k_transposed, stream);
   } else {
-    kernels::SparqTransposeK<<<grid, 256, 0, stream>>>(
-        static_cast<const __half*>(kv_pool), static_cast<__half*>(k_transposed), layout.num_pages, layout.num_kv_heads,
-        layout.page_size, layout.head_dim, KvTransposedOffset(layout, 1, 0, 0, 0, 0),
-        KvTransposedOffset(layout, 0, 1, 0, 0, 0), KvTransposedOffset(layout, 0, 0, 1, 0, 0),
-        KvTransposedOffset(layout, 0, 0, 0, 1, 0));
+    LaunchTransposeK<__half>(layout, kv_pool, k_transposed, stream);
   }
   return BANYAN_CUDA_STATUS(cudaGetLastError());
 }

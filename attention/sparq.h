@@ -84,6 +84,7 @@ class SparqAttention {
                                            cudaStream_t stream) const;
 
  private:
+  using ClusterKernel = void (*)(kernels::SparqParams);  // a SparqCluster instantiation
   SparqAttention();
   gpu::DeviceBuffer scratch_, plan_;
   SparqArgs prepared_;  // the last successful Prepare's arguments (its plan pointers are not kept)
@@ -93,6 +94,7 @@ class SparqAttention {
   int64_t positions_offset_ = 0, alpha_offset_ = 0;  // bytes into scratch_ of the last Run
   int32_t last_k_ = 0, last_group_ = 0, last_kv_heads_ = 0, last_select_chunks_ = 0;
   int32_t cluster_request_ = 0, cluster_ = 0, cluster_cap_ = 0;  // set_cluster_size; the prepared path
+  ClusterKernel cluster_kernel_ = nullptr;                       // the prepared cluster kernel
   int64_t cluster_smem_ = 0;                                     // dynamic shared bytes per CTA
   bool cluster_logits_global_ = false;  // the cluster kernel's logits in scratch_, not in shared memory
 };

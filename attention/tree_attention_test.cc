@@ -66,6 +66,35 @@ absl::StatusOr<RunErrors> ErrorsAgainst(const DeviceProblem& d, const std::vecto
       RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl))};
 }
 
+// A random bf16 decode problem over `tree` with its fp32 reference out and
+// lse, and its device copies (fp32 outputs).
+struct DecodeProblem {
+  testing::AttentionProblem p;
+  std::vector<float> want, want_lse;
+  DeviceProblem d;
+};
+absl::StatusOr<DecodeProblem> MakeDecodeProblem(const testing::TreePlan& tree, int32_t kv_heads, int32_t q_heads,
+                                                int32_t head_dim, Rng& rng) {
+  DecodeProblem x;
+  x.p = testing::MakeProblem(tree, {kv_heads, q_heads, head_dim, 2, 1, DType::kBf16, DType::kBf16}, rng);
+  const int64_t nl = int64_t{tree.plan.num_queries} * q_heads, n = nl * head_dim;
+  x.want.resize(n);
+  x.want_lse.resize(nl);
+  BANYAN_RETURN_IF_ERROR(ReferenceAttention(x.p.Args(tree.plan, x.want.data(), DType::kF32, x.want_lse.data())));
+  BANYAN_ASSIGN_OR_RETURN(x.d, Upload(x.p, n * 4, nl));
+  return x;
+}
+
+// Its arguments on the device, outputs poisoned (NaN) on `stream` first.
+absl::StatusOr<AttentionArgs> PoisonedArgs(DecodeProblem& x, const AttentionPlan& plan, cudaStream_t stream) {
+  BANYAN_RETURN_IF_ERROR(x.d.out.Fill(0xff, stream));
+  BANYAN_RETURN_IF_ERROR(x.d.lse.Fill(0xff, stream));
+  AttentionArgs args = x.p.Args(plan, x.d.out.data(), DType::kF32, x.d.lse.As<float>());
+  args.kv_pool = x.d.kv.data();
+  args.q = x.d.q.data();
+  return args;
+}
+
 // BANYAN_ATTENTION_TEST_CONFIGS="auto,narrow,..." runs only the named kernel
 // configurations of MatchesReference (all when unset), e.g. to keep the
 // cooperative one-launch configurations out of a sanitizer run.
@@ -231,23 +260,13 @@ TEST(TreeAttentionGpuDecodeTest, RefreshedPlansMatchTheReferenceEveryStep) {
     int refreshed = 0;
     for (int step = 0; step < 10; ++step) {
       const testing::TreePlan tree = testing::BuildTreePlan(nodes, {}, rng);
-      const testing::ProblemOptions options{shape.kv_heads, shape.q_heads, shape.head_dim, 2, 1, DType::kBf16,
-                                            DType::kBf16};
-      const testing::AttentionProblem p = testing::MakeProblem(tree, options, rng);
-      const int64_t n = int64_t{tree.plan.num_queries} * shape.q_heads * shape.head_dim;
-      const int64_t nl = int64_t{tree.plan.num_queries} * shape.q_heads;
-      std::vector<float> want(n), want_lse(nl);
-      BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
-      BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * 4, nl));
-      BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN
-      BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
-      AttentionArgs args = p.Args(tree.plan, d.out.data(), DType::kF32, d.lse.As<float>());
-      args.kv_pool = d.kv.data();
-      args.q = d.q.data();
+      BANYAN_ASSERT_OK_AND_ASSIGN(DecodeProblem x,
+                                  MakeDecodeProblem(tree, shape.kv_heads, shape.q_heads, shape.head_dim, rng));
+      BANYAN_ASSERT_OK_AND_ASSIGN(const AttentionArgs args, PoisonedArgs(x, tree.plan, stream.get()));
       BANYAN_ASSERT_OK(runner->Attend(args, PathChoice::kAuto, stream.get()));
       BANYAN_ASSERT_OK(stream.Synchronize());
       refreshed += runner->plan_refreshed() ? 1 : 0;
-      BANYAN_ASSERT_OK_AND_ASSIGN(const RunErrors errors, ErrorsAgainst(d, want, want_lse));
+      BANYAN_ASSERT_OK_AND_ASSIGN(const RunErrors errors, ErrorsAgainst(x.d, x.want, x.want_lse));
       const double err = errors.out, lse_err = errors.lse;
       std::printf("[ step ] levels %zu step %d refreshed %d items %zu rel_err %.3g lse_rel_err %.3g\n",
                   shape.fanout.size(), step, runner->plan_refreshed() ? 1 : 0, runner->work_plan().items.size(), err,
@@ -283,26 +302,16 @@ TEST(TreeAttentionGpuDecodeTest, LongRunPlansMatchTheReference) {
     std::vector<testing::TreeNode> nodes;
     for (int32_t s = 0; s < c.seqs; ++s) nodes.push_back({-1, 34000 + static_cast<int32_t>(rng.UniformInt(26000))});
     const testing::TreePlan tree = testing::BuildTreePlan(nodes, {}, rng);
-    const testing::ProblemOptions options{c.kv_heads, c.q_heads, c.head_dim, 2, 1, DType::kBf16, DType::kBf16};
-    const testing::AttentionProblem p = testing::MakeProblem(tree, options, rng);
-    const int64_t n = int64_t{tree.plan.num_queries} * c.q_heads * c.head_dim;
-    const int64_t nl = int64_t{tree.plan.num_queries} * c.q_heads;
-    std::vector<float> want(n), want_lse(nl);
-    BANYAN_ASSERT_OK(ReferenceAttention(p.Args(tree.plan, want.data(), DType::kF32, want_lse.data())));
-    BANYAN_ASSERT_OK_AND_ASSIGN(DeviceProblem d, Upload(p, n * 4, nl));
+    BANYAN_ASSERT_OK_AND_ASSIGN(DecodeProblem x, MakeDecodeProblem(tree, c.kv_heads, c.q_heads, c.head_dim, rng));
     for (const StreamKMode mode : {StreamKMode::kAlways, StreamKMode::kAuto}) {
-      BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN
-      BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
-      AttentionArgs args = p.Args(tree.plan, d.out.data(), DType::kF32, d.lse.As<float>());
-      args.kv_pool = d.kv.data();
-      args.q = d.q.data();
+      BANYAN_ASSERT_OK_AND_ASSIGN(const AttentionArgs args, PoisonedArgs(x, tree.plan, stream.get()));
       BANYAN_ASSERT_OK_AND_ASSIGN(auto runner, TreeAttention::Create());
       runner->set_stream_k(mode);
       BANYAN_ASSERT_OK(runner->Attend(args, c.path, stream.get()));
       BANYAN_ASSERT_OK(stream.Synchronize());
       const Placement placement = runner->work_plan().placement;
       EXPECT_EQ(placement, mode == StreamKMode::kAlways ? Placement::kStreamK : Placement::kOneWave);
-      BANYAN_ASSERT_OK_AND_ASSIGN(const RunErrors errors, ErrorsAgainst(d, want, want_lse));
+      BANYAN_ASSERT_OK_AND_ASSIGN(const RunErrors errors, ErrorsAgainst(x.d, x.want, x.want_lse));
       const double err = errors.out, lse_err = errors.lse;
       std::printf("[ runs ] seqs %d h%d/%d D%d placement %d items %zu rel_err %.3g lse_rel_err %.3g\n", c.seqs,
                   c.q_heads, c.kv_heads, c.head_dim, static_cast<int>(placement), runner->work_plan().items.size(), err,

@@ -49,13 +49,19 @@ inline constexpr int kSparqBins = 4096;         // 12 bits
 inline constexpr int kSparqAttChunk = 256;      // selected tokens per CTA of SparqGatherAttend
 inline constexpr int kSparqAttThreads = 256;
 
+// Element steps of the second K copy (the host's KvTransposedOffset) between
+// layers, pages, heads and components of one head (slots are contiguous).
+struct SparqKtStrides {
+  int64_t layer, page, head, dim;
+};
+
 struct SparqParams {
   const void* kv_pool;  // KvLayout
   const void* k_t;      // KvTransposedOffset layout
   // Element offsets of the layer's planes (the host's KvLayout::PlaneOffset
-  // and KvTransposedOffset) and of one page within a plane; in the second K
-  // copy the steps between pages, heads and components of one head.
-  int64_t k_plane, v_plane, kt_plane, kt_page, kt_head, kt_dim;
+  // and KvTransposedOffset) and of one page within a plane.
+  int64_t k_plane, v_plane, kt_plane;
+  SparqKtStrides kt;
   int64_t page_elems;  // layout.PageElements()
   int32_t num_kv_heads, page_size, group;
   const int32_t* seq_page_indptr;  // [num_seqs + 1]
@@ -222,11 +228,11 @@ __global__ void __launch_bounds__(kSparqScoreThreads) SparqApproxLogits(SparqPar
   }
   if (t0 < length) {
     const int32_t page = pages[t0 / p.page_size];
-    const int64_t base = p.kt_plane + head * p.kt_head + page * p.kt_page + t0 % p.page_size;
+    const int64_t base = p.kt_plane + head * p.kt.head + page * p.kt.page + t0 % p.page_size;
 #pragma unroll 8
     for (int j = 0; j < p.r; ++j) {
       float kv[4];
-      LoadRow<T, 4>(kt + base + comp[j] * p.kt_dim, kv);
+      LoadRow<T, 4>(kt + base + comp[j] * p.kt.dim, kv);
 #pragma unroll
       for (int u = 0; u < kPerThread; ++u) {
 #pragma unroll
@@ -706,21 +712,19 @@ __global__ void __launch_bounds__(D) SparqFinalize(SparqParams p) {
   StoreAny(p.out, p.out_dtype, (pair * p.group + h) * D + d, y);
 }
 
-// The second K copy (KvTransposedOffset: its steps between layers, pages,
-// heads and components) of every layer, page and head: grid (page, layer),
-// one (head, slot, dim) element of the page's K per thread step (coalesced
-// reads).
+// The second K copy (KvTransposedOffset, steps kt) of every layer, page and
+// head: grid (page, layer), one (head, slot, dim) element of the page's K per
+// thread step (coalesced reads).
 template <typename T>
 __global__ void SparqTransposeK(const T* __restrict__ kv, T* __restrict__ k_t, int64_t num_pages, int32_t num_kv_heads,
-                                int32_t page_size, int32_t head_dim, int64_t kt_layer, int64_t kt_page, int64_t kt_head,
-                                int64_t kt_dim) {
+                                int32_t page_size, int32_t head_dim, SparqKtStrides kt) {
   const int64_t page = blockIdx.x, layer = blockIdx.y;
   const int64_t tile = int64_t{page_size} * head_dim, page_elems = tile * num_kv_heads;
   const T* src = kv + ((layer * 2) * num_pages + page) * page_elems;  // the K plane
   for (int64_t i = threadIdx.x; i < page_elems; i += blockDim.x) {
     const int64_t head = i / tile, rest = i % tile;
     const int64_t slot = rest / head_dim, d = rest % head_dim;  // i indexes the source
-    k_t[layer * kt_layer + page * kt_page + head * kt_head + d * kt_dim + slot] = src[i];
+    k_t[layer * kt.layer + page * kt.page + head * kt.head + d * kt.dim + slot] = src[i];
   }
 }
 

@@ -80,7 +80,9 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
   __shared__ int32_t rank[D], comp[D];
   __shared__ float qs[G][D], qf[G][D];
   __shared__ float stat_m[G], stat_s[G], lse2[G], alpha_cta[G];
-  __shared__ float from_m[G][kC], from_s[G][kC];  // the cluster's (max, sum), then (m, l), then alpha per head
+  // Per head and CTA of the cluster: (max, sum of exp2) in step 2; (m, l), alpha and merge weight in step 6.
+  __shared__ float from_m[G][kC], from_s[G][kC], from_alpha[G][kC], weight[G][kC];
+  __shared__ float merged_l[G], alpha_sum[G];
   __shared__ uint32_t hist[2][256];
   __shared__ typename Scan::TempStorage scan;
   __shared__ bool found_whole;
@@ -122,11 +124,11 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
     m[h] = -CUDART_INF_F;
     s[h] = 0.0f;
   }
-  const T* kt = static_cast<const T*>(p.k_t) + p.kt_plane + head * p.kt_head;
+  const T* kt = static_cast<const T*>(p.k_t) + p.kt_plane + head * p.kt.head;
   for (int i = threadIdx.x * kTok; i < n; i += kThreads * kTok) {
     const int32_t t = tok0 + i;
     const int32_t page = i == static_cast<int>(threadIdx.x) * kTok ? first_page : pages[t / p.page_size];
-    const int64_t base = page * p.kt_page + t % p.page_size;
+    const int64_t base = page * p.kt.page + t % p.page_size;
     float acc[kTok][G];
 #pragma unroll
     for (int u = 0; u < kTok; ++u) {
@@ -136,7 +138,7 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
 #pragma unroll 8
     for (int j = 0; j < p.r; ++j) {
       float kv[kTok];
-      LoadRow<T, kTok>(kt + base + comp[j] * p.kt_dim, kv);
+      LoadRow<T, kTok>(kt + base + comp[j] * p.kt.dim, kv);
 #pragma unroll
       for (int u = 0; u < kTok; ++u) {
 #pragma unroll
@@ -386,16 +388,15 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
   cluster.sync();
 
   // 6. Heads me, me + C, ...: the cluster's partials merged, the mean term.
-  // Per such head and CTA c: from_m = its m, from_s = its l * exp2(m - max),
-  // then alpha_cta in place of m (the weights first, in shared memory).
-  __shared__ float weight[G][kC], alpha_sum[G];
+  // Every CTA's (m, l) and alpha of those heads first, then per head the
+  // weights exp2(m_c - max), the merged l and alpha.
   for (int x = threadIdx.x; x < group * size; x += kThreads) {
     const int h = x / size, c = x % size;
     if (h % size != me) continue;
     const float* their = cluster.map_shared_rank(&part[0][0], c) + h * (D + 2);
     from_m[h][c] = their[0];
     from_s[h][c] = their[1];
-    weight[h][c] = cluster.map_shared_rank(alpha_cta, c)[h];
+    from_alpha[h][c] = cluster.map_shared_rank(alpha_cta, c)[h];
   }
   __syncthreads();
   for (int h = threadIdx.x; h < group; h += kThreads) {
@@ -403,11 +404,11 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
     float big = -CUDART_INF_F, l = 0.0f, alpha_h = 0.0f;
     for (int c = 0; c < size; ++c) big = fmaxf(big, from_m[h][c]);
     for (int c = 0; c < size; ++c) {
-      alpha_h += weight[h][c];
       weight[h][c] = RescaleFactor(from_m[h][c], big);
       l += from_s[h][c] * weight[h][c];
+      alpha_h += from_alpha[h][c];
     }
-    from_s[h][0] = l;
+    merged_l[h] = l;
     alpha_sum[h] = alpha_h;
   }
   __syncthreads();
@@ -420,7 +421,7 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
     float o = 0.0f;
 #pragma unroll
     for (int c = 0; c < kC; ++c) o += c < size ? got[c] * weight[h][c] : 0.0f;
-    const float l = from_s[h][0], alpha_h = alpha_sum[h];
+    const float l = merged_l[h], alpha_h = alpha_sum[h];
     float y = l > 0.0f ? o / l : 0.0f;
     if (p.reallocate_mean) y = alpha_h * y + (1.0f - alpha_h) * p.v_mean[pair * D + d];
     StoreAny(p.out, p.out_dtype, (pair * group + h) * D + d, y);
