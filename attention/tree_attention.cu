@@ -59,6 +59,23 @@ absl::StatusOr<int> ConfigureKernel(Kernel* kernel, int threads, int smem_bytes)
   return std::max(1, blocks);
 }
 
+// The merge launch's kernel: partials as the item kernel stores them (fp32, or
+// kernels::TmaPartial after the TMA kernel), every slot of a few (row, head)
+// pairs preloaded (wide) or the first 8.
+using MergeFn = void (*)(kernels::TreeParams);
+template <int D, typename PartialT>
+MergeFn MergeKernelOf(bool wide) {
+  if (wide) return kernels::MergeKernel<D, 24, kernels::MergeLanes(D, true), PartialT>;
+  return kernels::MergeKernel<D, 8, kernels::MergeLanes(D, false), PartialT>;
+}
+template <typename T, int D>
+MergeFn MergeKernelFor(bool tma, bool wide) {
+  if constexpr (sizeof(T) == 2) {
+    if (tma) return MergeKernelOf<D, kernels::TmaPartial<T, D>>(wide);
+  }
+  return MergeKernelOf<D, float>(wide);
+}
+
 // Whether the image loaded for the current device has the sm_90a kernels.
 absl::StatusOr<bool> ProbeWgmma(int device) {
   int major = 0;
@@ -327,6 +344,19 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     BANYAN_ASSIGN_OR_RETURN(query_done_, gpu::DeviceBuffer::Allocate(done_bytes));
     BANYAN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(query_done_.data(), 0, done_bytes, stream));
   }
+  // The merge's grid is one wave of its kernel, from the kernel's own
+  // occupancy: the D 128 merge has 72 registers (7 CTAs per SM), and a grid
+  // of 8 per SM ran its last 132 CTAs as a second wave (H100: h32/8 L1024
+  // P2048 S64 219 -> 210 us, headline 169 -> 168 with one wave).
+  const bool wide = WideMerge(args.plan->num_queries, args.num_q_heads);
+  BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    constexpr int D = decltype(dim)::value;
+    BANYAN_ASSIGN_OR_RETURN(merge_ctas_per_sm_,
+                            Configured(MergeKernelFor<T, D>(variant_ == KernelVariant::kTma, wide),
+                                       kernels::kMergeThreads, 0));
+    return absl::OkStatus();
+  }));
   RememberPreparedShape(args);
   return absl::OkStatus();
 }
@@ -502,32 +532,22 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     // Few (row, head) pairs: every slot's o of a pair loaded at once (wider kernel, one wave). Many at
     // D = 64: a half-warp per pair (twice the pairs in flight).
     // The TMA kernel stores its partial o as kernels::TmaPartial (the KV type at D = 64), the others in fp32.
-    auto merge = [&](auto partial_tag) -> absl::Status {
-      using PartialT = typename decltype(partial_tag)::type;
-      constexpr int kNarrowLanes = kernels::MergeLanes(D, /*wide=*/false);
-      if (wide_merge()) {
-        BANYAN_CUDA_RETURN_IF_ERROR(
-            cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 24, kernels::MergeLanes(D, true), PartialT>, p));
-      } else {
-        BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernels::MergeKernel<D, 8, kNarrowLanes, PartialT>, p));
-      }
-      return absl::OkStatus();
-    };
-    if constexpr (sizeof(T) == 2) {
-      if (tma) return merge(TypeTag<kernels::TmaPartial<T, D>>{});
-    }
-    return merge(TypeTag<float>{});
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, MergeKernelFor<T, D>(tma, wide_merge()), p));
+    return absl::OkStatus();
   });
 }
 
-bool TreeAttention::wide_merge() const {
-  return Bucket(prepared_queries_) * prepared_q_heads_ <= int64_t{num_sms_} * kernels::kMergeWideWarpsPerSm;
+bool TreeAttention::WideMerge(int64_t queries, int32_t q_heads) const {
+  return Bucket(queries) * q_heads <= int64_t{num_sms_} * kernels::kMergeWideWarpsPerSm;
 }
+
+bool TreeAttention::wide_merge() const { return WideMerge(prepared_queries_, prepared_q_heads_); }
 
 int32_t TreeAttention::merge_grid_size() const {
   const int64_t pairs = Bucket(prepared_queries_) * prepared_q_heads_;
   const int64_t pairs_per_cta = kernels::kMergeThreads / kernels::MergeLanes(prepared_head_dim_, wide_merge());
-  return static_cast<int32_t>(std::min<int64_t>(int64_t{num_sms_} * 8, (pairs + pairs_per_cta - 1) / pairs_per_cta));
+  return static_cast<int32_t>(
+      std::min<int64_t>(int64_t{num_sms_} * merge_ctas_per_sm_, (pairs + pairs_per_cta - 1) / pairs_per_cta));
 }
 
 absl::Status TreeAttention::UpdateKvMaps(const AttentionArgs& args) {

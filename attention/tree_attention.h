@@ -257,8 +257,10 @@ class TreeAttention {
   int32_t num_sms() const { return num_sms_; }
 
  private:
-  // Whether the merge launch preloads every slot of its few (row, head) pairs (MergeKernel<D, 24>).
+  // Whether the merge launch preloads every slot of its few (row, head) pairs (MergeKernel<D, 24>):
+  // for the prepared plan, or for `queries` rows of `q_heads` heads.
   bool wide_merge() const;
+  bool WideMerge(int64_t queries, int32_t q_heads) const;
   TreeAttention() = default;
   absl::Status Upload(const AttentionPlan& plan, cudaStream_t stream);
   // ctas_per_sm of a kernel, configured (its shared-memory limit) on first
@@ -301,6 +303,7 @@ class TreeAttention {
   bool pdl_supported_ = false;  // compute capability >= 9.0
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
+  int merge_ctas_per_sm_ = 8;  // resident CTAs of the prepared plan's merge kernel (Prepare)
   const WorkPlan& work() const { return planner_.plan(); }
   WorkPlanner planner_;  // the work plan; refreshed across decode steps (work_plan.h)
   // The kTma kernel's tensor maps and what they were encoded for.
