@@ -66,7 +66,7 @@ using MergeFn = void (*)(kernels::TreeParams);
 template <int D, typename PartialT>
 MergeFn MergeKernelOf(bool wide) {
   if (wide) return kernels::MergeKernel<D, 24, kernels::MergeLanes(D, true), PartialT>;
-  return kernels::MergeKernel<D, 8, kernels::MergeLanes(D, false), PartialT>;
+  return kernels::MergeKernel<D, 4, kernels::MergeLanes(D, false), PartialT>;
 }
 template <typename T, int D>
 MergeFn MergeKernelFor(bool tma, bool wide) {

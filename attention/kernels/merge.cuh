@@ -83,7 +83,7 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
   // The first kFirst slots' o go out with the lse loads (one L2 round trip
   // for all of them; the merge kernel of a small merge preloads 24: a
   // 64-leaf tree with a 2048-token prefix has 17 slots).
-  static_assert(kFirst % 8 == 0 && kFirst <= kLanes, "whole groups of 8 within the first kLanes slots");
+  static_assert(kFirst % 4 == 0 && kFirst <= kLanes, "whole groups of 4 within the first kLanes slots");
   Vec first[kFirst];
 #pragma unroll
   for (int j = 0; j < kFirst; ++j) {
