@@ -69,6 +69,12 @@ __device__ __forceinline__ void WarpHistogramAdd(uint32_t* hist, uint32_t bin, b
 // spill there: the lanes' o and the logits' accumulators).
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqCluster(SparqParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  // Thread block clusters need sm_90; below it the host never picks this
+  // kernel (sparq.cu ClustersAtOnce finds no cluster can run).
+  (void)p;
+  __trap();
+#else
   namespace cg = cooperative_groups;
   constexpr int kThreads = kSparqClusterThreads;
   constexpr int kC = kSparqClusterMaxSize;
@@ -427,6 +433,7 @@ __global__ void __launch_bounds__(kSparqClusterThreads, G <= 4 ? 2 : 1) SparqClu
     StoreAny(p.out, p.out_dtype, (pair * group + h) * D + d, y);
   }
   cluster.sync();
+#endif
 }
 
 }  // namespace banyan::attention::kernels
