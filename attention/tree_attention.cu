@@ -68,12 +68,19 @@ MergeFn MergeKernelOf(bool wide) {
   if (wide) return kernels::MergeKernel<D, 24, kernels::MergeLanes(D, true), PartialT>;
   return kernels::MergeKernel<D, 4, kernels::MergeLanes(D, false), PartialT>;
 }
+// tma_lean: the TMA kernel ran with the lean register split (16-bit partials at D 128 too).
 template <typename T, int D>
-MergeFn MergeKernelFor(bool tma, bool wide) {
+MergeFn MergeKernelFor(bool tma, bool tma_lean, bool wide) {
   if constexpr (sizeof(T) == 2) {
+    if (tma && tma_lean) return MergeKernelOf<D, kernels::TmaPartial<T, D, true>>(wide);
     if (tma) return MergeKernelOf<D, kernels::TmaPartial<T, D>>(wide);
   }
   return MergeKernelOf<D, float>(wide);
+}
+
+// Whether Run launches the TMA kernel of the lean register split (kernels::TmaProducerRegsFor).
+bool TmaLean(int32_t head_dim, bool split_kv) {
+  return kernels::TmaProducerRegsFor(head_dim, split_kv) == kernels::kTmaLeanProducer;
 }
 
 // Whether the image loaded for the current device has the sm_90a kernels.
@@ -353,7 +360,8 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
     BANYAN_ASSIGN_OR_RETURN(merge_ctas_per_sm_,
-                            Configured(MergeKernelFor<T, D>(variant_ == KernelVariant::kTma, wide),
+                            Configured(MergeKernelFor<T, D>(variant_ == KernelVariant::kTma,
+                                                                            TmaLean(D, tma_split_kv_), wide),
                                        kernels::kMergeThreads, 0));
     return absl::OkStatus();
   }));
@@ -531,8 +539,10 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     config.numAttrs = overlap_merge_ && pdl_supported_ ? 1 : 0;
     // Few (row, head) pairs: every slot's o of a pair loaded at once (wider kernel, one wave). Many at
     // D = 64: a half-warp per pair (twice the pairs in flight).
-    // The TMA kernel stores its partial o as kernels::TmaPartial (the KV type at D = 64), the others in fp32.
-    BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, MergeKernelFor<T, D>(tma, wide_merge()), p));
+    // The TMA kernel stores its partial o as kernels::TmaPartial (the KV type at D = 64 and in the lean
+    // split's kernel), the others in fp32.
+    BANYAN_CUDA_RETURN_IF_ERROR(
+        cudaLaunchKernelEx(&config, MergeKernelFor<T, D>(tma, TmaLean(D, tma_split_kv_), wide_merge()), p));
     return absl::OkStatus();
   });
 }

@@ -58,11 +58,13 @@ __device__ __forceinline__ float MergedLse2(float max_lse2, float weight_sum) {
 }
 
 // The TMA kernel's partial o type (StoreRowPartialsAt's PartialT below): the
-// 16-bit KV type at D = 64, fp32 at 128 (H200, session 11: 16-bit partials
-// 2-4% faster on the D 64 engine rows, at D 128 up to 3% faster on the large
-// shapes but 4-8% slower on the small ones).
-template <typename T, int D>
-using TmaPartial = std::conditional_t<D == 64, T, float>;
+// 16-bit KV type at D = 64 and, at D = 128, in the kernel of the lean
+// register split (kLean: shared rings, the large plans' kernel), else fp32.
+// H200, session 11: 16-bit partials 2-4% faster on the D 64 engine rows, at
+// D 128 up to 3% faster on the large shapes but 4-8% slower on the small ones
+// (whose short-plan feed runs the fed split's kernel: fp32 there).
+template <typename T, int D, bool kLean = false>
+using TmaPartial = std::conditional_t<D == 64 || kLean, T, float>;
 
 // The end of a batched item (tree.cuh, tree_wgmma.cuh), for the two packed
 // rows a thread holds in the m16n8 accumulator layout: row sums over the 4

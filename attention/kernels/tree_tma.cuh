@@ -417,7 +417,7 @@ __device__ __forceinline__ void ZeroOutsideRows(char* v_tile, int32_t base, int3
 // split_small, an item of at most 64 rows belongs to warpgroup i % 2 alone
 // (its warp cw owning rows 16 (cw % 4) ..), and the other warpgroup only
 // passes its stages on.
-template <typename T, int D>
+template <typename T, int D, int kProducerRegs>
 __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int32_t begin, int32_t end,
                                            bool pingpong, bool split_small, bool split_kv) {
 #ifdef BANYAN_WGMMA_ENABLED
@@ -579,7 +579,8 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       if (group_active) LastTileProduct<T>(o, pa, v_desc0, prev.index * kStageUnits);
       release(1, prev.index);
     }
-    StoreRowPartialsAt<D, TmaPartial<T, D>>(p, slot, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
+    StoreRowPartialsAt<D, TmaPartial<T, D, kProducerRegs == kTmaLeanProducer>>(
+        p, slot, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
     ItemTraceEnd(p, ct == 0, i == begin, it.row_count, tiles.count, group_active);
   }
 #else
@@ -681,7 +682,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
   } else {
     GrowRegisters<kTmaConsumerRegsFor<kProducerRegs>>();
-    TmaConsume<T, D>(p, smem, begin, end, (flags & kTmaPingPong) != 0, (flags & kTmaSplitSmall) != 0,
+    TmaConsume<T, D, kProducerRegs>(p, smem, begin, end, (flags & kTmaPingPong) != 0, (flags & kTmaSplitSmall) != 0,
                      (flags & kTmaSplitKv) != 0);
   }
 #else
