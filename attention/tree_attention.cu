@@ -61,7 +61,7 @@ absl::StatusOr<int> ConfigureKernel(Kernel* kernel, int threads, int smem_bytes)
 
 // The merge launch's kernel: partials as the item kernel stores them (fp32, or
 // kernels::TmaPartial after the TMA kernel), every slot of a few (row, head)
-// pairs preloaded (wide) or the first 8.
+// pairs preloaded (wide) or the first 4.
 using MergeFn = void (*)(kernels::TreeParams);
 template <int D, typename PartialT>
 MergeFn MergeKernelOf(bool wide) {

@@ -172,8 +172,9 @@ __device__ __forceinline__ void MergeRowsGridStride(const TreeParams& p, Wait wa
 }
 
 // kFirst: slots preloaded per (row, head) (MergeSlots). 24 needs ~170
-// registers (3 CTAs per SM), 8 needs 64: the host picks 24 only for merges
-// that fit in one such wave (kMergeWideWarpsPerSm warps per SM).
+// registers (3 CTAs per SM), 4 (the host's narrow merge: rows of large plans
+// have 2-3 slots) at most 64: the host picks 24 only for merges that fit in
+// one such wave (kMergeWideWarpsPerSm warps per SM).
 // kLanes: lanes per (row, head); 16 at D = 64 (kMergeHalfWarpDim) outside the
 // wide case, so that a merge of up to 64 pairs per SM runs in one wave.
 inline constexpr int kMergeWideWarpsPerSm = 8;
