@@ -292,6 +292,16 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
                                     Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>,
                                                kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
             ctas_per_sm = std::min(ctas_per_sm, lean_ctas_per_sm);
+            if (light_ctas_ != 0) {  // light CTAs at D 128 (forced or the model's): the instantiations that run them
+              BANYAN_RETURN_IF_ERROR(
+                  Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, true>, kernels::kTmaThreads,
+                             kernels::kTmaSmemBytes<T, D, true>)
+                      .status());
+              BANYAN_RETURN_IF_ERROR(
+                  Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, true>, kernels::kTmaThreads,
+                             kernels::kTmaSmemBytes<T, D, true>)
+                      .status());
+            }
           }
           return absl::OkStatus();
         }
@@ -512,6 +522,11 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
         auto* kernel = kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer>;
         if constexpr (kernels::TmaProducerRegsFor(D, false) == kernels::kTmaLeanProducer) {
           if (!tma_split_kv_) kernel = kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>;
+          if (work().light_cta_begin < grid_) {  // light CTAs at D 128: their own instantiations
+            kernel = tma_split_kv_ ? kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, true>
+                                   : kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, true>;
+            items.dynamicSmemBytes = kernels::kTmaSmemBytes<T, D, true>;
+          }
         }
         BANYAN_CUDA_RETURN_IF_ERROR(
             cudaLaunchKernelEx(&items, kernel, p, multi, single, KvTensorMapBoxRows(args.layout), flags));

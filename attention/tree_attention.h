@@ -189,7 +189,7 @@ class TreeAttention {
   // fixed split); kAlways stream-K wherever it can take the plan (tests and
   // benchmarks). Takes effect at the next Prepare.
   void set_stream_k(StreamKMode mode) { SetPlanning(stream_k_, mode); }
-  // kTma at head_dim 64 only: how many of the grid's CTAs run the light items
+  // kTma (head dims 64 and 128): how many of the grid's CTAs run the light items
   // (a few rows of one entry, e.g. leaves' own suffixes: WorkShape::light_ctas,
   // work_plan.h) on SMs of their own, one item per warp (kernels/light.cuh),
   // beside the heavy CTAs' tensor-core work. -1 (default): the cost model's

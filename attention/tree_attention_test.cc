@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,9 @@ struct GpuCase {
   bool prefill;
   PathChoice path;
   int32_t page_size;
+  // PlanOptions::shuffle_run, 0 for page ids in order (leaf by leaf: whole
+  // 64-token tiles of consecutive pages, the TMA kernels' one-box loads).
+  int32_t shuffle_run = 1;
 };
 
 // Device copies of one problem and its outputs.
@@ -120,6 +124,8 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     opt.max_length = c.max_length;
     opt.plan.prefill = c.prefill;
     opt.plan.page_size = c.page_size;
+    opt.plan.shuffle_pages = c.shuffle_run > 0;
+    opt.plan.shuffle_run = std::max(1, c.shuffle_run);
     const testing::TreePlan tree = testing::MakeRandomTreePlan(opt, rng);
     // NaN in every pool slot outside the plan's segments: no kernel may let
     // the KV around its tokens (whole pages, whole tiles) into its sums. The
@@ -227,7 +233,12 @@ INSTANTIATE_TEST_SUITE_P(
         // heavy tiles: eight 8-slot boxes, two 32-slot boxes, 64 slots inside a 128-slot page).
         GpuCase{3, 120, 160, 2, 8, 64, kB, kB, kF, false, PathChoice::kAuto, 8},
         GpuCase{2, 90, 200, 2, 8, 64, kB, kB, kF, false, PathChoice::kAuto, 32},
-        GpuCase{3, 60, 300, 1, 4, 64, kH, kH, kF, false, PathChoice::kAuto, 128}));
+        GpuCase{3, 60, 300, 1, 4, 64, kH, kH, kF, false, PathChoice::kAuto, 128},
+        // Page ids in order (as a fresh pool gives them) and in tile-sized runs: whole tiles in one box each,
+        // also in light CTAs (tma-light8) at D 128 (shared rings, the lean register split) and at D 64.
+        GpuCase{2, 256, 200, 8, 32, 128, kB, kB, kF, false, PathChoice::kAuto, 16, 0},
+        GpuCase{3, 90, 260, 2, 8, 128, kH, kH, kF, false, PathChoice::kAuto, 8, 8},
+        GpuCase{2, 200, 150, 8, 32, 64, kB, kB, kF, false, PathChoice::kAuto, 16, 0}));
 
 // The decode loops' trees: the engine's shape (one 1,200-token prefix, 96
 // leaves; h32/8, D 64) and a 3-level one (h8/2, D 128).

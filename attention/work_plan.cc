@@ -181,14 +181,14 @@ std::vector<ChunkChoice> DominantChunkChoices(int32_t length, const DeviceModel&
 // The heavy side's time on `heavy_ctas` CTAs of a split kernel. When one
 // segment holds (nearly) all heavy tiles, its items are equal and a CTA runs
 // a whole number of them, so the time is counted in whole items: the chunk
-// count (*chunks) that ends first, each item paying tma_item_gap_us; a chunk
+// count (*chunks) that ends first, each item paying item_gap_us; a chunk
 // count that spreads items unevenly (3 on some CTAs, 2 on others) loses a
 // whole item on the CTAs that end last (H100: 46.0 us with 2.5 8-tile items
 // per CTA vs 42.5 with 2 of 11 tiles on the engine row, session 9). Else
 // (*chunks 0: the planner's own) tiles and items spread evenly.
 // `choices`: DominantChunkChoices of the dominant segment.
 double HeavySideUs(const LightLoad& load, const DeviceModel& device, const std::vector<ChunkChoice>& choices,
-                   int32_t heavy_ctas, int32_t* chunks) {
+                   double item_gap_us, int32_t heavy_ctas, int32_t* chunks) {
   *chunks = 0;
   const double spread =
       (load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us) / heavy_ctas;
@@ -197,7 +197,7 @@ double HeavySideUs(const LightLoad& load, const DeviceModel& device, const std::
   double best = std::numeric_limits<double>::infinity();
   for (const ChunkChoice& c : choices) {
     const double per_cta = std::ceil(load.dominant_blocks * c.chunks / heavy_ctas);
-    const double us = per_cta * (c.tiles * device.tma_tile_us + device.tma_item_gap_us) + rest;
+    const double us = per_cta * (c.tiles * device.tma_tile_us + item_gap_us) + rest;
     if (us < best) {
       best = us;
       *chunks = c.chunks;
@@ -206,12 +206,28 @@ double HeavySideUs(const LightLoad& load, const DeviceModel& device, const std::
   return best;
 }
 
+// The light split's rates at a head dim (DeviceModel): light warps per CTA,
+// a light warp's KV read rate, a heavy CTA's gap between items, what a light
+// item costs a CTA that runs it among heavy items, and the cap on all light
+// reads together (none at kLightHeadDim, whose rates were fitted without it).
+struct LightRates {
+  double warps, warp_bytes_per_us, item_gap_us, mixed_item_us, hbm_bytes_per_us;
+};
+LightRates LightRatesFor(const DeviceModel& d, int32_t head_dim) {
+  if (head_dim == kLightHeadDim) {
+    return {kLightCtaWarps, d.light_warp_bytes_per_us, d.tma_item_gap_us, d.tma_light_item_us,
+            std::numeric_limits<double>::infinity()};
+  }
+  return {static_cast<double>(LightCtaWarps(head_dim)), d.light_warp_d128_bytes_per_us, d.tma_item_gap_d128_us,
+          d.tma_light_item_d128_us, d.light_hbm_bytes_per_us};
+}
+
 // How many of `ctas` CTAs take the light items (WorkShape::light_ctas): the
-// forced count, or the model's (DeviceModel's TMA kernel rates): the count
-// whose slower side ends first, the heavy side's tiles and items over its
-// CTAs, the light side bound by bytes at light_warp_bytes_per_us per warp or
-// by its items' chains over kLightCtaWarps warps per CTA; none unless that
-// beats the unsplit kernel (everything spread over every CTA) by
+// forced count, or the model's (DeviceModel's TMA kernel rates, LightRatesFor
+// the head dim): the count whose slower side ends first, the heavy side's
+// tiles and items over its CTAs, the light side bound by bytes per light
+// warp and in all, or by its items' chains over the light warps; none unless
+// that beats the unsplit kernel (everything spread over every CTA) by
 // light_min_gain, and none without heavy work (light items alone run better
 // on every CTA's rings).
 // *dominant_chunks: the chunk count of the dominant heavy segment that count
@@ -222,25 +238,34 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
   if (load.light_items == 0.0 || load.heavy_tiles == 0.0 || ctas < 2) return 0;
   const std::vector<ChunkChoice> choices =
       load.dominant >= 0 ? DominantChunkChoices(load.dominant_length, device) : std::vector<ChunkChoice>{};
+  const LightRates rates = LightRatesFor(device, shape.head_dim);
   if (shape.light_ctas > 0) {
     const int32_t k = std::min(shape.light_ctas, ctas - 1);
-    HeavySideUs(load, device, choices, ctas - k, dominant_chunks);
+    HeavySideUs(load, device, choices, rates.item_gap_us, ctas - k, dominant_chunks);
     return k;
   }
-  const double warps = kLightCtaWarps;
+  // At head dim 128 only for light items of one KV tile each (suffixes of at
+  // most 64 tokens): with longer ones the H100 ran every shape of the sweep
+  // slower split (h32/8 L256 P16384 S512 300 us vs 253, h8/1 3lvl 85 vs 76;
+  // RESULTS session 26), while the unsplit kernel overlaps their reads with
+  // its tensor-core work better than this model counts.
+  if (shape.head_dim != kLightHeadDim && load.light_tiles > load.light_items) return 0;
   const double heavy = load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us;
-  const double unsplit = (heavy + load.light_tiles * device.tma_light_item_us) / ctas + device.tma_start_us;
+  const double all_light = load.light_bytes / rates.hbm_bytes_per_us;  // on any number of CTAs
+  const double unsplit =
+      heavy / ctas + std::max(load.light_tiles * rates.mixed_item_us / ctas, all_light) + device.tma_start_us;
   // Of counts that end within 1% of each other (the heavy side counted in
   // whole items is flat over a range of counts), the one with the most
   // slack on the light side.
   int32_t best = 0;
   double best_us = unsplit / device.light_min_gain, best_light = std::numeric_limits<double>::infinity();
   for (int32_t k = 1; k < ctas; ++k) {
+    const double warps = k * rates.warps;
     const double light_us =
-        std::max(load.light_bytes / (k * warps * device.light_warp_bytes_per_us), load.light_chains / (k * warps));
+        std::max({load.light_bytes / (warps * rates.warp_bytes_per_us), load.light_chains / warps, all_light});
     int32_t chunks = 0;
-    const double us =
-        std::max(HeavySideUs(load, device, choices, ctas - k, &chunks), light_us) + device.tma_start_us;
+    const double us = std::max(HeavySideUs(load, device, choices, rates.item_gap_us, ctas - k, &chunks), light_us) +
+                      device.tma_start_us;
     if (us < best_us * 0.99 || (us <= best_us * 1.01 && best > 0 && light_us < best_light)) {
       best_us = std::min(us, best_us);
       best_light = light_us;
@@ -429,9 +454,9 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   //     light items, the others the rest.
   const int32_t ctas = device.num_ctas();
   int32_t dominant_chunks = 0;
-  const int32_t light = shape.light_ctas != 0 && shape.head_dim == kLightHeadDim
-                            ? LightCtaCount(load, shape, device, ctas, &dominant_chunks)
-                            : 0;
+  const bool light_dim = shape.head_dim == kLightHeadDim || shape.head_dim == 128;
+  const int32_t light = shape.light_ctas != 0 && light_dim ? LightCtaCount(load, shape, device, ctas, &dominant_chunks)
+                                                           : 0;
   out.light_cta_begin = ctas - light;
   // 2. Chunks: every item costs about total / CTAs (one per CTA; the short
   //    items fill in behind the long ones), chunks of whole KV tiles; with

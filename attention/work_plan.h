@@ -154,6 +154,15 @@ struct DeviceModel {
   double light_item_us = 2.3;
   double light_tile_us = 2.3;
   double light_min_gain = 1.15;
+  // At head dim 128 (six light warps per light CTA, 32 KB a tile; H100,
+  // session 26, h32/8 ordered pages): a heavy CTA loses about
+  // tma_item_gap_d128_us between items, a light item costs a heavy CTA about
+  // tma_light_item_d128_us, a light warp reads light_warp_d128_bytes_per_us;
+  // and light items on any CTAs read at most light_hbm_bytes_per_us together.
+  double tma_item_gap_d128_us = 5.0;
+  double tma_light_item_d128_us = 1.4;
+  double light_warp_d128_bytes_per_us = 7.2e3;
+  double light_hbm_bytes_per_us = 2.3e6;
   int32_t num_ctas() const { return num_sms * ctas_per_sm; }
 };
 
@@ -164,15 +173,18 @@ inline constexpr int32_t kLightRows = 32;
 // kLightItemRows rows, all of one entry (a leaf's own suffix: its query heads
 // of one KV group). Such an item reads its KV for a few rows only, so it is
 // bound by memory and by its own latency chain, not by the tensor cores.
-// Light CTAs exist for head_dim kLightHeadDim only: at 128 a light warp's
-// stage is 34 KB (six warps per CTA) and its tile spills registers; the H100
-// measured them slower than the unsplit kernel at every shape tried.
+// Light CTAs run at head dims kLightHeadDim (twelve light warps) and 128
+// (six, on the consumer warpgroups' registers after setmaxnreg: a light
+// warp's stage is 32 KB there; session 8's D 128 light CTAs ran every warp at
+// the kernel's 168 registers, spilled, and measured slower than the unsplit
+// kernel).
 inline constexpr int32_t kLightItemRows = 16;
 inline constexpr int32_t kLightHeadDim = 64;
 // Warps of a light CTA that each run one light item at a time (kernels/light.cuh:
-// one 64-token K and V stage each at kLightHeadDim, within the TMA kernel's
-// shared memory and its 12 warps).
+// one 64-token K and V stage each, within the TMA kernel's shared memory):
+// all 12 at kLightHeadDim, six at head dim 128.
 inline constexpr int32_t kLightCtaWarps = 12;
+constexpr int32_t LightCtaWarps(int32_t head_dim) { return head_dim == kLightHeadDim ? kLightCtaWarps : 6; }
 
 // How the planner places a plan of few long runs (WorkShape::stream_k; a run
 // is everything one row block reads of one segment for one KV head):

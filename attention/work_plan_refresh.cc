@@ -23,7 +23,10 @@ bool SameDevice(const DeviceModel& a, const DeviceModel& b) {
          a.tma_start_us == b.tma_start_us && a.tma_item_gap_us == b.tma_item_gap_us &&
          a.light_warp_bytes_per_us == b.light_warp_bytes_per_us &&
          a.light_item_us == b.light_item_us && a.light_tile_us == b.light_tile_us &&
-         a.light_min_gain == b.light_min_gain;
+         a.light_min_gain == b.light_min_gain && a.tma_item_gap_d128_us == b.tma_item_gap_d128_us &&
+         a.tma_light_item_d128_us == b.tma_light_item_d128_us &&
+         a.light_warp_d128_bytes_per_us == b.light_warp_d128_bytes_per_us &&
+         a.light_hbm_bytes_per_us == b.light_hbm_bytes_per_us;
 }
 
 }  // namespace

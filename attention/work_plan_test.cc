@@ -810,11 +810,25 @@ TEST(WorkPlanLightTest, LightItemsGetCtasOfTheirOwnWhereThatPays) {
   EXPECT_EQ(split.cta_item_indptr[device.num_ctas()] - split.cta_item_indptr[split.light_cta_begin], light_items);
   const testing::TreePlan one = testing::BuildTreePlan(testing::UniformTree({1}, {16384}), {}, rng);
   EXPECT_EQ(BuildWorkPlan(one.plan, shape, device, PathChoice::kAuto).light_cta_begin, device.num_ctas());
-  // Head dim 128 (kLightHeadDim is 64): none, even when forced.
+  // Head dim 128 (six light warps per CTA): none by the model for 256
+  // leaves (the heavy side dominates), the count where forced.
   shape.head_dim = 128;
   EXPECT_EQ(BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto).light_cta_begin, device.num_ctas());
   shape.light_ctas = 8;
-  EXPECT_EQ(BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto).light_cta_begin, device.num_ctas());
+  EXPECT_EQ(BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto).light_cta_begin, device.num_ctas() - 8);
+  // 1,024 leaves over 2,048 tokens at head dim 128: the leaves' one-tile
+  // suffixes read as many bytes as the heavy side runs tiles; the model
+  // splits (H100, session 26: 165 us vs 206 unsplit), fewer than half the
+  // CTAs light. With 512-token suffixes (eight tiles per light item) it does
+  // not (measured slower split at every such shape).
+  shape.light_ctas = -1;
+  const testing::TreePlan wide = testing::BuildTreePlan(testing::UniformTree({1, 1024}, {2048, 64}), {}, rng);
+  const int32_t wide_light = device.num_ctas() - BuildWorkPlan(wide.plan, shape, device, PathChoice::kAuto).light_cta_begin;
+  EXPECT_GT(wide_light, 0);
+  EXPECT_LT(wide_light, device.num_ctas() / 2);
+  const testing::TreePlan long_suffix =
+      testing::BuildTreePlan(testing::UniformTree({1, 1024}, {2048, 512}), {}, rng);
+  EXPECT_EQ(BuildWorkPlan(long_suffix.plan, shape, device, PathChoice::kAuto).light_cta_begin, device.num_ctas());
   // 1,024 leaves over 16,384 shared tokens: the heavy side dominates; the
   // model keeps the unsplit kernel (measured faster there).
   const testing::TreePlan big = testing::BuildTreePlan(testing::UniformTree({1, 1024}, {16384, 64}), {}, rng);

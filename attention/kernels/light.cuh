@@ -5,7 +5,9 @@
 // their own beside the heavy CTAs' tensor-core work. Same partial states as
 // any other item.
 //
-// Every warp (kLightCtaWarps of them) runs items w, w + W, ... alone, on the
+// Every light warp (LightCtaWarps(D): all twelve at D 64; six of the consumer
+// warpgroups at D 128, which take the producer warpgroup's registers with
+// setmaxnreg, a 32 KB stage each) runs items w, w + W, ... alone, on the
 // mma.sync tile of tree.cuh (ComputeKvTile; the item's heads are the 16 rows,
 // zero past its row count), from a 64-token K and V stage of its own in shared
 // memory that TMA fills with the heavy items' page boxes (TmaTiles: whole
@@ -44,8 +46,9 @@ inline constexpr int kLightTileBytes = kKvTile * D * static_cast<int>(sizeof(T))
 inline constexpr int kLightRingItems = 32;  // two halves of 16
 inline constexpr int kLightRingBytes = kLightRingItems * 64;  // a WorkItem and its item_entry each
 template <typename T, int D>
-inline constexpr int kLightSmemBytes = kLightCtaWarps * (2 * kLightTileBytes<T, D> + kLightRingBytes + 8);
+inline constexpr int kLightSmemBytes = LightCtaWarps(D) * (2 * kLightTileBytes<T, D> + kLightRingBytes + 8);
 static_assert(kLightSmemBytes<__nv_bfloat16, kLightHeadDim> + 1024 <= 227 * 1024 && kLightCtaWarps <= 12);
+static_assert(kLightSmemBytes<__nv_bfloat16, 128> + 1024 <= 227 * 1024 && LightCtaWarps(128) <= 8);
 
 // The TMA loads a light warp issues: maps and plane pages of the launch.
 struct LightMaps {
@@ -55,6 +58,12 @@ struct LightMaps {
   int32_t boxes;              // kKvTile / box_rows: a tile's page boxes (divided once per CTA, not per item)
   int32_t k_page0, v_page0;   // FirstPlanePage of the layer's K and V planes
 };
+template <int D>
+__device__ __forceinline__ LightMaps MakeLightMaps(const TreeParams& p, const CUtensorMap* multi,
+                                                   const CUtensorMap* single, int32_t box_rows) {
+  return LightMaps{multi, single, box_rows, kKvTile / box_rows, FirstPlanePage<D>(p, p.k_plane),
+                   FirstPlanePage<D>(p, p.v_plane)};
+}
 
 // Lane b's box of tile t (-1 for lanes past the tile's boxes).
 __device__ __forceinline__ int32_t LightTileBoxPage(const TreeParams& p, const LightMaps& maps, const WorkItem& it,
@@ -78,15 +87,25 @@ __device__ __forceinline__ void LightIssueTile(const TreeParams& p, const LightM
   if (lane == 0) MbarrierArriveExpectTx(bar, 2u * box_bytes * static_cast<uint32_t>(__popc(present)));
   __syncwarp();  // the bytes are announced before any box can land
   const int32_t slot0 = (tiles.base0 + t * kKvTile) & (p.page_size - 1);  // 0 unless pages exceed 64 slots
+  // At D = 128 the tile is two 64-column blocks of 64 rows each, one after
+  // the other (KvSmem::kSwizzled): a `multi` box covers both (one load per
+  // plane), a `single` box one page of one block (a load per block).
+  constexpr int kBlocks = D / 64;
+  constexpr int kBlockBytes = kKvTile * 128;
+  const uint32_t block_box_bytes = box_bytes / kBlocks;
   if (whole) {
     if (lane == 0) {
       TmaLoad5d(stage, maps.multi, 0, slot0, maps.k_page0 + first, it.kv_head, 0, bar);
       TmaLoad5d(stage + kLightTileBytes<T, D>, maps.multi, 0, slot0, maps.v_page0 + first, it.kv_head, 0, bar);
     }
   } else if (page >= 0) {
-    char* dst = stage + lane * box_bytes;
-    TmaLoad5d(dst, maps.single, 0, slot0, maps.k_page0 + page, it.kv_head, 0, bar);
-    TmaLoad5d(dst + kLightTileBytes<T, D>, maps.single, 0, slot0, maps.v_page0 + page, it.kv_head, 0, bar);
+    char* dst = stage + lane * block_box_bytes;
+#pragma unroll
+    for (int blk = 0; blk < kBlocks; ++blk) {
+      TmaLoad5d(dst + blk * kBlockBytes, maps.single, 0, slot0, maps.k_page0 + page, it.kv_head, blk, bar);
+      TmaLoad5d(dst + kLightTileBytes<T, D> + blk * kBlockBytes, maps.single, 0, slot0, maps.v_page0 + page,
+                it.kv_head, blk, bar);
+    }
   }
 }
 
@@ -97,9 +116,10 @@ __device__ __forceinline__ void LightIssueTile(const TreeParams& p, const LightM
 struct LightItemRing {
   char* base;
   int32_t first, end;  // the warp's first item, the CTA's end
+  int32_t warps;       // the CTA's light warps (LightCtaWarps)
   __device__ __forceinline__ void Fill(const TreeParams& p, int32_t n0, int lane) const {  // items n0 .. n0 + 15
     if (lane < 16) {
-      const int32_t n = n0 + lane, i = first + n * kLightCtaWarps;
+      const int32_t n = n0 + lane, i = first + n * warps;
       char* slot = base + (n % kLightRingItems) * 64;
       const char* item = reinterpret_cast<const char*>(p.items + (i < end ? i : first));
       CpAsync16(slot, item, true);
@@ -178,10 +198,10 @@ struct LightRows {
 // the ring and its first page ids load. (Prefetching the item after next
 // into L2 with TMA prefetches measured slower on the H100: 64.7 vs 52.2 us
 // on the engine row with 120-token suffixes, equal with 64.)
-template <typename T, int D>
+template <typename T, int D, typename PartialT>
 __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightMaps& maps, char* stage, char* ring_base,
                                                uint64_t* bar, int32_t begin, int32_t end, int w, int lane) {
-  constexpr int kWarpsN = kLightCtaWarps;
+  constexpr int kWarpsN = LightCtaWarps(D);
   const int tq = lane % 4;
   const int page_shift = __ffs(p.page_size) - 1;
   const T* sK = reinterpret_cast<const T*>(stage);
@@ -194,7 +214,7 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
   }
   __syncwarp();
   uint32_t phase = 0;
-  const LightItemRing ring{ring_base, i, end};
+  const LightItemRing ring{ring_base, i, end, kWarpsN};
   ring.Fill(p, 0, lane);
   CpAsyncWait<0>();
   ring.Fill(p, 16, lane);  // waited for when item 14 starts (below)
@@ -254,8 +274,7 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
     }
     // An item that sees no token of its chunk still writes its (empty) slot.
     const int32_t slots[2] = {ie.z + it.chunk, ie.z + it.chunk};
-    StoreRowPartialsAt<D, TmaPartial<T, D>>(p, slots, rows.head, rows.valid, m, l, tq,
-                                            [&](int j, int c) { return o[j][c]; });
+    StoreRowPartialsAt<D, PartialT>(p, slots, rows.head, rows.valid, m, l, tq, [&](int j, int c) { return o[j][c]; });
     it = next;
     ie = next_ie;
     tiles = next_tiles;
@@ -269,26 +288,38 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
 // Inlined: as a called function (its own register allocation) it read every
 // TreeParams field through a stack copy and ran the engine row no faster
 // than the unsplit kernel (H100).
+// Light warp `warp` (0 .. LightCtaWarps(D) - 1) of a light CTA: its stage,
+// ring and mbarrier in the CTA's shared memory, then its items. PartialT: the
+// launch's partial o type (TmaPartial).
+template <typename T, int D, typename PartialT>
+__device__ __forceinline__ void RunLightWarp(const TreeParams& p, const LightMaps& maps, char* smem, int32_t begin,
+                                             int32_t end, int warp, int lane) {
+  constexpr int kWarps = LightCtaWarps(D);
+  char* rings = smem + kWarps * 2 * kLightTileBytes<T, D>;
+  uint64_t* bars = reinterpret_cast<uint64_t*>(rings + kWarps * kLightRingBytes);
+  LightWarpItems<T, D, PartialT>(p, maps, smem + warp * 2 * kLightTileBytes<T, D>, rings + warp * kLightRingBytes,
+                                 bars + warp, begin, end, warp, lane);
+}
+
+// The trace (params.cuh) of a light CTA, by one thread once its light warps
+// are done: every item done (words 2, 3, 6, 7), light items in word 12.
+__device__ __forceinline__ void LightCtaTrace(const TreeParams& p, int32_t begin, int32_t end) {
+  unsigned long long* w = p.trace + int64_t{blockIdx.x} * kTraceItemWords;
+  w[2] = w[3] = GlobalTimerNs();
+  w[6] = clock64();
+  w[7] = SmId();
+  w[12] = static_cast<unsigned long long>(end - begin);
+}
+
+// A light CTA at kLightHeadDim: items [begin, end) over all its warps.
 template <typename T, int D>
 __device__ __forceinline__ void RunLightCta(const TreeParams& p, const LightMaps& maps, char* smem, int32_t begin,
                                             int32_t end) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp < kLightCtaWarps) {
-    char* rings = smem + kLightCtaWarps * 2 * kLightTileBytes<T, D>;
-    uint64_t* bars = reinterpret_cast<uint64_t*>(rings + kLightCtaWarps * kLightRingBytes);
-    LightWarpItems<T, D>(p, maps, smem + warp * 2 * kLightTileBytes<T, D>, rings + warp * kLightRingBytes, bars + warp,
-                         begin, end, warp, lane);
-  }
-  // The trace (params.cuh): every item done (words 2, 3, 6, 7), light items in word 12.
+  if (warp < kLightCtaWarps) RunLightWarp<T, D, TmaPartial<T, D>>(p, maps, smem, begin, end, warp, lane);
   if (p.trace != nullptr) {
     __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned long long* w = p.trace + int64_t{blockIdx.x} * kTraceItemWords;
-      w[2] = w[3] = GlobalTimerNs();
-      w[6] = clock64();
-      w[7] = SmId();
-      w[12] = static_cast<unsigned long long>(end - begin);
-    }
+    if (threadIdx.x == 0) LightCtaTrace(p, begin, end);
   }
 }
 

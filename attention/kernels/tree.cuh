@@ -77,18 +77,27 @@ struct ItemHead {
 
 // How a 64-token K or V tile lies in shared memory. kPadded: rows of
 // kSmemStride<T, D> elements (cp.async, tree.cuh and decode.cuh). kSwizzled:
-// what one TMA box of 128-byte rows writes with 128-byte swizzling (the KV
-// tensor maps, kv_tensor_map.h), head dim 64 only: 16-byte chunk c of row r
-// at chunk c ^ (r % 8) of that row. Both are bank-conflict free for ldmatrix.
+// what TMA boxes of 128-byte rows write with 128-byte swizzling (the KV
+// tensor maps, kv_tensor_map.h): 16-byte chunk c of row r at chunk c ^ (r % 8)
+// of that row; at head dim 128 the tile is two such blocks of 64 columns, one
+// after the other (the TMA kernel's stage layout). Both are bank-conflict
+// free for ldmatrix.
 enum class KvSmem { kPadded, kSwizzled };
 template <typename T, int D, KvSmem kLayout>
 __device__ __forceinline__ int KvSmemOffset(int row, int col) {  // col: a multiple of 16 bytes
   if constexpr (kLayout == KvSmem::kPadded) {
     return row * kSmemStride<T, D> + col;
   } else {
-    static_assert(D * sizeof(T) == 128, "a swizzled row is one 128-byte TMA box row");
+    constexpr int kBlockCols = 128 / static_cast<int>(sizeof(T));  // one 128-byte box row
+    static_assert(D % kBlockCols == 0, "a swizzled row is whole 128-byte TMA box rows");
     constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
-    return row * D + (((col / kPerChunk) ^ (row % 8)) * kPerChunk);
+    if constexpr (D == kBlockCols) {
+      return row * D + (((col / kPerChunk) ^ (row % 8)) * kPerChunk);
+    } else {
+      const int c = col % kBlockCols;
+      return (col / kBlockCols) * (kKvTile * kBlockCols) + row * kBlockCols +
+             (((c / kPerChunk) ^ (row % 8)) * kPerChunk);
+    }
   }
 }
 

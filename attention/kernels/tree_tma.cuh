@@ -23,9 +23,10 @@
 //     S; PERF_NOTES sessions 5 and 10).
 // No thread of the math ever touches global memory except for the partial
 // states it writes; the two consumer warpgroups never wait for each other
-// except on tiles at an item's edge. At D = kLightHeadDim (64), CTAs from
-// TreeParams::light_cta_begin on are light CTAs instead (light.cuh): no rings,
-// each warp runs light items alone on mma.sync.
+// except on tiles at an item's edge. CTAs from TreeParams::light_cta_begin on
+// are light CTAs instead (light.cuh): no rings, each warp runs light items
+// alone on mma.sync (at D = 128 six warps of the consumer warpgroups, with
+// their registers).
 //
 // Tiles are aligned to 64 pool positions of the segment (position = first
 // slot + token), so every box starts at a page start (or, for pages of more
@@ -178,13 +179,12 @@ struct TmaSmem {
 static_assert(sizeof(TmaItemMeta) % 16 == 0);
 
 // Dynamic shared memory of PersistentTmaKernel (+1 KB to align the base): a
-// heavy CTA's layout or, at the head dim that has light CTAs (kLightHeadDim,
-// work_plan.h), a light CTA's stages (light.cuh), the larger.
-template <typename T, int D>
+// heavy CTA's layout or, in a kernel that runs light CTAs (kLight: always at
+// kLightHeadDim, work_plan.h; at D 128 the instantiation for plans with
+// light CTAs), a light CTA's stages (light.cuh), the larger.
+template <typename T, int D, bool kLight = D == kLightHeadDim>
 inline constexpr int kTmaSmemBytes =
-    (D == kLightHeadDim && kLightSmemBytes<T, D> > TmaSmem<T, D>::kBytes ? kLightSmemBytes<T, D>
-                                                                         : TmaSmem<T, D>::kBytes) +
-    1024;
+    (kLight && kLightSmemBytes<T, D> > TmaSmem<T, D>::kBytes ? kLightSmemBytes<T, D> : TmaSmem<T, D>::kBytes) + 1024;
 static_assert(kTmaSmemBytes<__nv_bfloat16, 128> <= 227 * 1024 && kTmaSmemBytes<__nv_bfloat16, 64> <= 227 * 1024);
 
 // The CTA's head block (work_plan.h kHeadStride): its first item, words
@@ -605,8 +605,11 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 // kv_multi / kv_single: the 5-D tensor maps over the whole KV pool
 // (kv_tensor_map.h), box_rows slots per page box. flags: kTmaPingPong,
 // kTmaSplitSmall, kTmaSplitKv, kTmaGateStart, kTmaPageBoxes. kProducerRegs:
-// kTmaLeanProducer or kTmaFedProducer (the register split above).
-template <typename T, int D, int kProducerRegs>
+// kTmaLeanProducer or kTmaFedProducer (the register split above). kLightCtas:
+// the CTAs from p.light_cta_begin on run light items (always at
+// kLightHeadDim; at D 128 its own instantiation, so that plans without light
+// CTAs keep the kernel without their code).
+template <typename T, int D, int kProducerRegs, bool kLightCtas = D == kLightHeadDim>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_multi,
                         const __grid_constant__ CUtensorMap kv_single, int32_t box_rows, int32_t flags) {
@@ -633,13 +636,30 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   if constexpr (D == kLightHeadDim) {
     if (static_cast<int32_t>(blockIdx.x) >= p.light_cta_begin) {  // a light CTA: no rings, every warp its own items
       GridDependencyWait();
-      const LightMaps maps{&kv_multi,
-                           &kv_single,
-                           box_rows,
-                           kKvTile / box_rows,
-                           FirstPlanePage<D>(p, p.k_plane),
-                           FirstPlanePage<D>(p, p.v_plane)};
+      const LightMaps maps = MakeLightMaps<D>(p, &kv_multi, &kv_single, box_rows);
       RunLightCta<T, D>(p, maps, smem, begin, end);
+      return;
+    }
+  } else if constexpr (D == 128 && kLightCtas) {
+    if (static_cast<int32_t>(blockIdx.x) >= p.light_cta_begin) {
+      // A light CTA at D = 128 (the model's or forced, work_plan.h): six warps of
+      // the consumer warpgroups, on the consumers' registers; the producer
+      // warpgroup gives its registers up and leaves.
+      if (threadIdx.x < 128) {
+        ShrinkRegisters<kProducerRegs>();
+        return;
+      }
+      GrowRegisters<kTmaConsumerRegsFor<kProducerRegs>>();
+      GridDependencyWait();
+      const LightMaps maps = MakeLightMaps<D>(p, &kv_multi, &kv_single, box_rows);
+      const int warp = static_cast<int>(threadIdx.x) / 32 - 4, lane = threadIdx.x % 32;
+      if (warp < LightCtaWarps(D)) {
+        RunLightWarp<T, D, TmaPartial<T, D, kProducerRegs == kTmaLeanProducer>>(p, maps, smem, begin, end, warp, lane);
+      }
+      if (p.trace != nullptr) {
+        NamedBarrierSync(1, kTmaConsumerThreads);
+        if (threadIdx.x == 128) LightCtaTrace(p, begin, end);
+      }
       return;
     }
   }
