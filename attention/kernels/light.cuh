@@ -283,14 +283,13 @@ __device__ __forceinline__ void LightWarpItems(const TreeParams& p, const LightM
   CpAsyncWait<0>();  // no copy into the ring outlives the warp
 }
 
-// A light CTA: items [begin, end). Every thread of the CTA calls, after the
-// dependency wait (q and KV may come from the kernel before this launch).
-// Inlined: as a called function (its own register allocation) it read every
+// Light warp `warp` (0 .. LightCtaWarps(D) - 1) of a light CTA: its stage,
+// ring and mbarrier in the CTA's shared memory, then its items [begin, end)
+// (after the dependency wait: q and KV may come from the kernel before this
+// launch). PartialT: the launch's partial o type (TmaPartial). Inlined: as a
+// called function (its own register allocation) the light CTA read every
 // TreeParams field through a stack copy and ran the engine row no faster
 // than the unsplit kernel (H100).
-// Light warp `warp` (0 .. LightCtaWarps(D) - 1) of a light CTA: its stage,
-// ring and mbarrier in the CTA's shared memory, then its items. PartialT: the
-// launch's partial o type (TmaPartial).
 template <typename T, int D, typename PartialT>
 __device__ __forceinline__ void RunLightWarp(const TreeParams& p, const LightMaps& maps, char* smem, int32_t begin,
                                              int32_t end, int warp, int lane) {
@@ -311,7 +310,8 @@ __device__ __forceinline__ void LightCtaTrace(const TreeParams& p, int32_t begin
   w[12] = static_cast<unsigned long long>(end - begin);
 }
 
-// A light CTA at kLightHeadDim: items [begin, end) over all its warps.
+// A light CTA at kLightHeadDim: items [begin, end) over all its warps; every
+// thread of the CTA calls.
 template <typename T, int D>
 __device__ __forceinline__ void RunLightCta(const TreeParams& p, const LightMaps& maps, char* smem, int32_t begin,
                                             int32_t end) {
