@@ -230,7 +230,8 @@ struct WorkShape {
   // evens out the two sides' times (work_plan.cc LightCtaCount); n > 0: n.
   // Never all CTAs: a plan of light items only is not split.
   // Only for a kernel that runs such CTAs (the TMA kernel), without
-  // group_small, and for head_dim kLightHeadDim.
+  // group_small, and for head dims kLightHeadDim and 128 (where the model
+  // splits only plans whose light items are one KV tile each).
   int32_t light_ctas = 0;
   // Stream-K placement (StreamKMode) of plans it can take: few runs (segment
   // x KV head x row block, at most 4 per CTA) of at least 16 KV tiles per CTA
