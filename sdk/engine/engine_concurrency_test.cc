@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "sdk/base/status_testing.h"
 #include "sdk/engine/testing/counting_backend.h"
+#include "sdk/engine/testing/test_options.h"
 
 namespace banyan::engine {
 namespace {
@@ -20,24 +21,12 @@ namespace {
 using ::banyan::engine::testing::CountingBackendOptions;
 using ::banyan::engine::testing::CountingBackendStats;
 using ::banyan::engine::testing::CreateCountingEngine;
+using ::banyan::engine::testing::GreedyOptions;
+using ::banyan::engine::testing::SmallEngineOptions;
 
-EngineOptions Options() {
-  EngineOptions o;
-  o.kv_budget_bytes = 8 << 20;
-  o.page_size = 4;
-  o.max_batch = 32;
-  o.prefill_chunk = 24;
-  o.threads = 2;
-  return o;
-}
+EngineOptions Options() { return SmallEngineOptions(8 << 20, 32, 24); }
 
-GenerateOptions Greedy(int max_tokens) {
-  GenerateOptions g;
-  g.sampling.temperature = 0.0f;
-  g.max_tokens = max_tokens;
-  g.ignore_eos = true;
-  return g;
-}
+GenerateOptions Greedy(int max_tokens) { return GreedyOptions(max_tokens, /*ignore_eos=*/true); }
 
 GenerateOptions TopTwo(int max_tokens, uint64_t seed) {
   GenerateOptions g;

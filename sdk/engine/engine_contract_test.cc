@@ -14,32 +14,20 @@
 #include "sdk/base/status_testing.h"
 #include "sdk/engine/engine_testing.h"
 #include "sdk/engine/testing/counting_backend.h"
+#include "sdk/engine/testing/test_options.h"
 
 namespace banyan::engine {
 namespace {
 
 using ::banyan::engine::testing::CountingBackendOptions;
 using ::banyan::engine::testing::CreateCountingEngine;
+using ::banyan::engine::testing::SmallEngineOptions;
+using ::banyan::engine::testing::GreedyOptions;
 using ::banyan::testing::StatusIs;
 using ::testing::HasSubstr;
 using Code = absl::StatusCode;
 
-EngineOptions Options(uint64_t budget = 1 << 20) {
-  EngineOptions o;
-  o.kv_budget_bytes = budget;
-  o.page_size = 4;
-  o.max_batch = 16;
-  o.prefill_chunk = 16;
-  o.threads = 2;
-  return o;
-}
-
-GenerateOptions Greedy(int max_tokens) {
-  GenerateOptions g;
-  g.sampling.temperature = 0.0f;
-  g.max_tokens = max_tokens;
-  return g;
-}
+EngineOptions Options(uint64_t budget = 1 << 20) { return SmallEngineOptions(budget, 16, 16); }
 
 std::unique_ptr<Engine> Make(CountingBackendOptions model = {}, EngineOptions o = Options()) {
   auto e = CreateCountingEngine(model, o);
@@ -57,7 +45,7 @@ TEST(EngineContractTest, StaleAndUnknownHandlesAreNotFound) {
   BANYAN_ASSERT_OK(engine->Release(b));
   EXPECT_THAT(engine->Release(b), StatusIs(Code::kNotFound));  // double release
   EXPECT_THAT(engine->Inspect(b), StatusIs(Code::kNotFound));
-  EXPECT_THAT(engine->Generate(b, Greedy(2)), StatusIs(Code::kNotFound));
+  EXPECT_THAT(engine->Generate(b, GreedyOptions(2)), StatusIs(Code::kNotFound));
   EXPECT_THAT(engine->Fork(b, 2), StatusIs(Code::kNotFound));
   EXPECT_THAT(engine->Append(b, Prompt::Text("x")), StatusIs(Code::kNotFound));
   EXPECT_THAT(engine->Score(b, Prompt::Text("x")), StatusIs(Code::kNotFound));
@@ -67,7 +55,7 @@ TEST(EngineContractTest, StaleAndUnknownHandlesAreNotFound) {
   // Ids are never reused: a new branch gets a new id.
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId c, engine->NewBranch(Prompt::Text("abc")));
   EXPECT_NE(c, b);
-  auto many = engine->GenerateMany({c, b}, Greedy(2));
+  auto many = engine->GenerateMany({c, b}, GreedyOptions(2));
   BANYAN_EXPECT_OK(many[0].status());
   EXPECT_THAT(many[1], StatusIs(Code::kNotFound));
 }
@@ -77,15 +65,15 @@ TEST(EngineContractTest, BadArgumentsAreInvalidArgument) {
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("abc")));
   EXPECT_THAT(engine->Fork(b, 0), StatusIs(Code::kInvalidArgument));
   EXPECT_THAT(engine->Fork(b, -3), StatusIs(Code::kInvalidArgument));
-  GenerateOptions g = Greedy(2);
+  GenerateOptions g = GreedyOptions(2);
   g.sampling.temperature = -1.0f;
   EXPECT_THAT(engine->Generate(b, g), StatusIs(Code::kInvalidArgument));
-  g = Greedy(2);
+  g = GreedyOptions(2);
   g.sampling.top_p = 0.0f;
   EXPECT_THAT(engine->Generate(b, g), StatusIs(Code::kInvalidArgument));
-  g = Greedy(-1);
+  g = GreedyOptions(-1);
   EXPECT_THAT(engine->Generate(b, g), StatusIs(Code::kInvalidArgument));
-  g = Greedy(2);
+  g = GreedyOptions(2);
   g.stop_strings = {""};
   EXPECT_THAT(engine->Generate(b, g), StatusIs(Code::kInvalidArgument));
   EXPECT_THAT(engine->SetMetadata(b, "", "v"), StatusIs(Code::kInvalidArgument));
@@ -99,7 +87,7 @@ TEST(EngineContractTest, BadArgumentsAreInvalidArgument) {
   device.device = "tpu:0";
   EXPECT_THAT(Engine::Create(device), StatusIs(Code::kInvalidArgument));
   // The branch is still usable.
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, Greedy(2)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, GreedyOptions(2)));
   EXPECT_EQ(r.text, "de");
 }
 
@@ -111,7 +99,7 @@ TEST(EngineContractTest, TokenIdsOutsideTheVocabularyAreOutOfRange) {
   EXPECT_THAT(engine->Append(b, Prompt::Tokens({300})), StatusIs(Code::kOutOfRange));
   EXPECT_THAT(engine->Score(b, Prompt::Tokens({5, 1000})), StatusIs(Code::kOutOfRange));
   EXPECT_THAT(engine->Detokenize({99999}), StatusIs(Code::kOutOfRange));
-  GenerateOptions g = Greedy(2);
+  GenerateOptions g = GreedyOptions(2);
   g.stop_tokens = {4000};
   EXPECT_THAT(engine->Generate(b, g), StatusIs(Code::kOutOfRange));
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchInfo info, engine->Inspect(b));
@@ -124,7 +112,7 @@ TEST(EngineContractTest, BusyBranchIsFailedPrecondition) {
   auto engine = Make(slow);
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("a")));
   std::atomic<bool> started{false};
-  GenerateOptions g = Greedy(40);
+  GenerateOptions g = GreedyOptions(40);
   g.callbacks.on_token = [&](BranchId, int32_t, std::string_view, float) {
     started = true;
     return true;
@@ -134,7 +122,7 @@ TEST(EngineContractTest, BusyBranchIsFailedPrecondition) {
     EXPECT_TRUE(r.ok()) << r.status();
   });
   while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_THAT(engine->Generate(b, Greedy(2)), StatusIs(Code::kFailedPrecondition));
+  EXPECT_THAT(engine->Generate(b, GreedyOptions(2)), StatusIs(Code::kFailedPrecondition));
   EXPECT_THAT(engine->Append(b, Prompt::Text("x")), StatusIs(Code::kFailedPrecondition));
   EXPECT_THAT(engine->Fork(b, 2), StatusIs(Code::kFailedPrecondition));
   EXPECT_THAT(engine->Release(b), StatusIs(Code::kFailedPrecondition));
@@ -143,12 +131,12 @@ TEST(EngineContractTest, BusyBranchIsFailedPrecondition) {
   BANYAN_EXPECT_OK(engine->SetMetadata(b, "k", "v"));   // so is metadata
   // The same branch twice in one call: the second is busy.
   generator.join();
-  auto twice = engine->GenerateMany({b, b}, Greedy(1));
+  auto twice = engine->GenerateMany({b, b}, GreedyOptions(1));
   BANYAN_EXPECT_OK(twice[0].status());
   EXPECT_THAT(twice[1], StatusIs(Code::kFailedPrecondition));
   // An empty branch has nothing to continue.
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId empty, engine->NewBranch(Prompt::Text("")));
-  EXPECT_THAT(engine->Generate(empty, Greedy(2)), StatusIs(Code::kFailedPrecondition));
+  EXPECT_THAT(engine->Generate(empty, GreedyOptions(2)), StatusIs(Code::kFailedPrecondition));
   EXPECT_THAT(engine->Score(empty, Prompt::Text("x")), StatusIs(Code::kFailedPrecondition));
   // No chat template.
   auto bare = CreateEngineForTesting(testing::CreateCountingBackend({}).value(),
@@ -163,7 +151,7 @@ TEST(EngineContractTest, CancelledRequestRestoresTheBranch) {
   auto engine = Make(slow);
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId root, engine->NewBranch(Prompt::Text("a")));
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<BranchId> kids, engine->Fork(root, 3));
-  GenerateOptions g = Greedy(100);
+  GenerateOptions g = GreedyOptions(100);
   g.cancel = std::make_shared<CancelToken>();
   int seen = 0;
   g.callbacks.on_token = [&](BranchId, int32_t, std::string_view, float) {
@@ -177,12 +165,12 @@ TEST(EngineContractTest, CancelledRequestRestoresTheBranch) {
     EXPECT_EQ(info.text, "a");
   }
   // Cancelled before it starts: nothing runs.
-  GenerateOptions pre = Greedy(5);
+  GenerateOptions pre = GreedyOptions(5);
   pre.cancel = std::make_shared<CancelToken>();
   pre.cancel->Cancel();
   EXPECT_THAT(engine->Generate(kids[0], pre), StatusIs(Code::kCancelled));
   // The engine and the branches work afterwards.
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(kids[1], Greedy(3)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(kids[1], GreedyOptions(3)));
   EXPECT_EQ(r.text, "bcd");
 }
 
@@ -191,14 +179,14 @@ TEST(EngineContractTest, DeadlineExceededRestoresTheBranch) {
   slow.forward_delay = absl::Milliseconds(5);
   auto engine = Make(slow);
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("a")));
-  GenerateOptions g = Greedy(1000);
+  GenerateOptions g = GreedyOptions(1000);
   g.deadline = absl::Now() + absl::Milliseconds(60);
   EXPECT_THAT(engine->Generate(b, g), StatusIs(Code::kDeadlineExceeded));
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchInfo info, engine->Inspect(b));
   EXPECT_EQ(info.text, "a");
   g.deadline = absl::Now() - absl::Seconds(1);
   EXPECT_THAT(engine->Generate(b, g), StatusIs(Code::kDeadlineExceeded));
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, Greedy(2)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, GreedyOptions(2)));
   EXPECT_EQ(r.text, "bc");
 }
 
@@ -221,7 +209,7 @@ TEST(EngineContractTest, BudgetExhaustedChangesNothingAndCachedNodesGoFirst) {
               StatusIs(Code::kResourceExhausted, HasSubstr("KV budget")));
   // ... and so does generation past the budget, restoring the branches.
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<BranchId> kids, engine->Fork(keep, 4));
-  GenerateOptions g = Greedy(200);
+  GenerateOptions g = GreedyOptions(200);
   g.ignore_eos = true;
   auto results = engine->GenerateMany(kids, g);
   int exhausted = 0;
@@ -229,7 +217,7 @@ TEST(EngineContractTest, BudgetExhaustedChangesNothingAndCachedNodesGoFirst) {
   EXPECT_GT(exhausted, 0);
   for (BranchId k : kids) BANYAN_ASSERT_OK(engine->Release(k));
   // Everything still works (and the KV the counting model checks is intact).
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(keep, Greedy(3)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(keep, GreedyOptions(3)));
   EXPECT_EQ(r.text, "lmn");
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchInfo info, engine->Inspect(keep));
   EXPECT_EQ(info.tokens.size(), 303u);
@@ -298,7 +286,7 @@ TEST(EngineContractTest, DestroyingTheEngineCancelsPendingRequests) {
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("a")));
   std::atomic<bool> started{false};
   absl::Status status;
-  GenerateOptions g = Greedy(100000);
+  GenerateOptions g = GreedyOptions(100000);
   g.ignore_eos = true;
   g.callbacks.on_token = [&](BranchId, int32_t, std::string_view, float) {
     started = true;

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "sdk/base/status_testing.h"
 #include "sdk/engine/testing/counting_backend.h"
+#include "sdk/engine/testing/test_options.h"
 
 namespace banyan::engine {
 namespace {
@@ -24,27 +25,16 @@ namespace {
 using ::banyan::engine::testing::CountingBackendOptions;
 using ::banyan::engine::testing::CountingBackendStats;
 using ::banyan::engine::testing::CreateCountingEngine;
+using ::banyan::engine::testing::GreedyOptions;
+using ::banyan::engine::testing::SmallEngineOptions;
 using ::banyan::testing::StatusIs;
 using ::testing::HasSubstr;
 using Code = absl::StatusCode;
 
-EngineOptions Options() {
-  EngineOptions o;
-  o.kv_budget_bytes = 1 << 20;
-  o.page_size = 4;
-  o.max_batch = 16;
-  o.prefill_chunk = 8;  // prompts take several passes
-  o.threads = 2;
-  return o;
-}
+// Prefill chunks of 8 tokens: prompts take several passes.
+EngineOptions Options() { return SmallEngineOptions(1 << 20, 16, 8); }
 
-GenerateOptions Greedy(int max_tokens) {
-  GenerateOptions g;
-  g.sampling.temperature = 0.0f;
-  g.max_tokens = max_tokens;
-  g.ignore_eos = true;
-  return g;
-}
+GenerateOptions Greedy(int max_tokens) { return GreedyOptions(max_tokens, /*ignore_eos=*/true); }
 
 std::string CountFrom(char last, int n) {
   std::string s;

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "sdk/base/status_testing.h"
 #include "sdk/engine/testing/counting_backend.h"
+#include "sdk/engine/testing/test_options.h"
 
 namespace banyan::engine {
 namespace {
@@ -19,26 +20,13 @@ namespace {
 using ::banyan::engine::testing::CountingBackendOptions;
 using ::banyan::engine::testing::CountingBackendStats;
 using ::banyan::engine::testing::CreateCountingEngine;
+using ::banyan::engine::testing::SmallEngineOptions;
+using ::banyan::engine::testing::GreedyOptions;
 using ::banyan::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-EngineOptions SmallOptions() {
-  EngineOptions o;
-  o.kv_budget_bytes = 4 << 20;
-  o.page_size = 4;
-  o.max_batch = 64;
-  o.prefill_chunk = 32;
-  o.threads = 2;
-  return o;
-}
-
-GenerateOptions Greedy(int max_tokens) {
-  GenerateOptions g;
-  g.sampling.temperature = 0.0f;
-  g.max_tokens = max_tokens;
-  return g;
-}
+EngineOptions SmallOptions() { return SmallEngineOptions(4 << 20, 64, 32); }
 
 std::unique_ptr<Engine> MakeEngine(CountingBackendOptions model = {},
                                    EngineOptions options = SmallOptions()) {
@@ -50,7 +38,7 @@ std::unique_ptr<Engine> MakeEngine(CountingBackendOptions model = {},
 TEST(EngineTest, GreedyCountsUp) {
   auto engine = MakeEngine();
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("a")));
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, Greedy(5)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, GreedyOptions(5)));
   EXPECT_EQ(r.text, "bcdef");
   EXPECT_THAT(r.tokens, ElementsAre('b', 'c', 'd', 'e', 'f'));
   EXPECT_EQ(r.finish, FinishReason::kLength);
@@ -61,7 +49,7 @@ TEST(EngineTest, GreedyCountsUp) {
   EXPECT_EQ(info.text, "abcdef");
   EXPECT_EQ(info.tokens.size(), 6u);
   // The branch continues where it stopped.
-  BANYAN_ASSERT_OK_AND_ASSIGN(r, engine->Generate(b, Greedy(3)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(r, engine->Generate(b, GreedyOptions(3)));
   EXPECT_EQ(r.text, "ghi");
   BANYAN_ASSERT_OK(engine->Release(b));
 }
@@ -71,7 +59,7 @@ TEST(EngineTest, LongPromptIsChunked) {
   std::string prompt;
   for (int i = 0; i < 100; ++i) prompt += static_cast<char>('A' + i % 26);
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text(prompt)));
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, Greedy(2)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, GreedyOptions(2)));
   // The last prompt byte is 'A' + 99 % 26 = 'V'.
   EXPECT_EQ(r.text, "WX");
   EXPECT_GE(engine->Stats().forward_passes, 4);  // 100 tokens in chunks of 32
@@ -81,13 +69,13 @@ TEST(EngineTest, EosStopsAndStopStringsCut) {
   auto engine = MakeEngine();
   // 254 -> 255 -> BOS (256) -> EOS (257).
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Tokens({254})));
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, Greedy(10)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, GreedyOptions(10)));
   EXPECT_EQ(r.finish, FinishReason::kEos);
   EXPECT_THAT(r.tokens, ElementsAre(255, 256, 257));
   EXPECT_EQ(r.text, "\xff<s>");
 
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId c, engine->NewBranch(Prompt::Text("a")));
-  GenerateOptions g = Greedy(20);
+  GenerateOptions g = GreedyOptions(20);
   g.stop_strings = {"ef"};
   BANYAN_ASSERT_OK_AND_ASSIGN(r, engine->Generate(c, g));
   EXPECT_EQ(r.finish, FinishReason::kStop);
@@ -108,7 +96,7 @@ TEST(EngineTest, ForkSharesKvAndDecodesTogether) {
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId root, engine->NewBranch(Prompt::Text("hello world")));
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<BranchId> kids, engine->Fork(root, 16));
   const int64_t calls_before = stats->forward_calls.load();
-  GenerateOptions g = Greedy(8);
+  GenerateOptions g = GreedyOptions(8);
   std::vector<absl::StatusOr<GenerateResult>> results = engine->GenerateMany(kids, g);
   for (auto& r : results) {
     BANYAN_ASSERT_OK(r.status());
@@ -135,7 +123,7 @@ TEST(EngineTest, DecodePlansAreTheGuessOfTheStepBefore) {
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<BranchId> kids, engine->Fork(root, 12));
   for (int i = 0; i < 12; ++i) BANYAN_ASSERT_OK(engine->Append(kids[i], Prompt::Tokens({'A' + 3 * i})));
   const int64_t calls_before = stats->forward_calls.load(), guessed_before = stats->plans_guessed.load();
-  GenerateOptions g = Greedy(40);
+  GenerateOptions g = GreedyOptions(40);
   g.ignore_eos = true;
   for (auto& r : engine->GenerateMany(kids, g)) BANYAN_ASSERT_OK(r.status());
   const int64_t calls = stats->forward_calls.load() - calls_before;
@@ -213,7 +201,7 @@ TEST(EngineTest, StreamingCallbackSeesEveryTokenAndCanStop) {
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("a")));
   std::string streamed;
   int calls = 0;
-  GenerateOptions g = Greedy(10);
+  GenerateOptions g = GreedyOptions(10);
   g.callbacks.on_token = [&](BranchId id, int32_t, std::string_view delta, float) {
     EXPECT_EQ(id, b);
     streamed += std::string(delta);
@@ -233,7 +221,7 @@ TEST(EngineTest, PromptCacheIsReused) {
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text(prompt + "!")));
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchInfo info, engine->Inspect(b));
   EXPECT_EQ(info.tokens_reused, static_cast<int64_t>(prompt.size()));
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, Greedy(2)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, GreedyOptions(2)));
   EXPECT_EQ(r.text, "\"#");
   // Another namespace shares nothing.
   BranchOptions other;
@@ -248,7 +236,7 @@ TEST(EngineTest, AppendThenGenerate) {
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchId b, engine->NewBranch(Prompt::Text("")));
   BANYAN_ASSERT_OK(engine->Append(b, Prompt::Text("xy")));
   BANYAN_ASSERT_OK(engine->Append(b, Prompt::Tokens({'m'})));
-  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, Greedy(2)));
+  BANYAN_ASSERT_OK_AND_ASSIGN(GenerateResult r, engine->Generate(b, GreedyOptions(2)));
   EXPECT_EQ(r.text, "no");
   BANYAN_ASSERT_OK_AND_ASSIGN(BranchInfo info, engine->Inspect(b));
   EXPECT_EQ(info.text, "xymno");
@@ -300,7 +288,7 @@ TEST(EngineTest, RepeatedBatchDecodesWithoutFragmentingTheTree) {
   auto engine = MakeEngine({}, options);
   std::vector<int32_t> prompt;
   for (int i = 0; i < 64; ++i) prompt.push_back(3 + (i * 7) % 200);
-  GenerateOptions gen = Greedy(16);
+  GenerateOptions gen = GreedyOptions(16);
   gen.ignore_eos = true;
   // Nodes after each round; before the fix, round 1 added one node per
   // generated token per branch (12 -> 141). A repeated prompt may split its
