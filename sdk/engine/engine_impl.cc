@@ -16,6 +16,11 @@ uint64_t NodeKey(kv_tree::NodeId id) { return (uint64_t{id.index} << 32) | id.ge
 
 std::string BranchName(BranchId id) { return absl::StrCat("branch ", id.value); }
 
+// kFailedPrecondition while a generate or score call holds the branch.
+absl::Status CheckIdle(BranchId id, bool busy) {
+  return busy ? absl::FailedPreconditionError(absl::StrCat(BranchName(id), " is busy")) : absl::OkStatus();
+}
+
 }  // namespace
 
 // ----------------------------------------------------------------- text
@@ -204,9 +209,7 @@ absl::Status EngineImpl::Append(BranchId branch, const Prompt& more) {
     EngineLock lock(&mu_);
     BANYAN_RETURN_IF_ERROR(CheckUsable());
     BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
-    if (record->busy) {
-      return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
-    }
+    BANYAN_RETURN_IF_ERROR(CheckIdle(branch, record->busy));
     if (tokens.empty()) return absl::OkStatus();
     BANYAN_ASSIGN_OR_RETURN(int64_t length, tree_->Length(record->branch));
     auto task = std::make_unique<Task>();
@@ -228,9 +231,7 @@ absl::StatusOr<std::vector<BranchId>> EngineImpl::Fork(BranchId branch, int32_t 
   BANYAN_RETURN_IF_ERROR(CheckUsable());
   BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
   if (n < 1) return absl::InvalidArgumentError(absl::StrCat("fork count ", n, " must be >= 1"));
-  if (record->busy) {
-    return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
-  }
+  BANYAN_RETURN_IF_ERROR(CheckIdle(branch, record->busy));
   BANYAN_ASSIGN_OR_RETURN(int64_t length, tree_->Length(record->branch));
   BANYAN_ASSIGN_OR_RETURN(std::vector<kv_tree::Branch> copies, tree_->Fork(record->branch, n));
   const BranchRecord parent = *record;  // records_ may rehash below
@@ -254,9 +255,7 @@ absl::StatusOr<std::vector<BranchId>> EngineImpl::Fork(BranchId branch, int32_t 
 absl::Status EngineImpl::Release(BranchId branch) {
   EngineLock lock(&mu_);
   BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
-  if (record->busy) {
-    return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
-  }
+  BANYAN_RETURN_IF_ERROR(CheckIdle(branch, record->busy));
   BANYAN_RETURN_IF_ERROR(tree_->Release(record->branch));
   records_.erase(branch.value);
   --stats_.live_branches;
@@ -319,8 +318,8 @@ std::vector<absl::StatusOr<GenerateResult>> EngineImpl::GenerateMany(
           result = record.status();
           return nullptr;
         }
-        if ((*record)->busy) {
-          result = absl::FailedPreconditionError(absl::StrCat(BranchName(branches[i]), " is busy"));
+        if (absl::Status idle = CheckIdle(branches[i], (*record)->busy); !idle.ok()) {
+          result = std::move(idle);
           return nullptr;
         }
         absl::StatusOr<int64_t> length = tree_->Length((*record)->branch);
@@ -376,9 +375,7 @@ absl::StatusOr<ScoreResult> EngineImpl::Score(BranchId branch, const Prompt& con
     EngineLock lock(&mu_);
     BANYAN_RETURN_IF_ERROR(CheckUsable());
     BANYAN_ASSIGN_OR_RETURN(BranchRecord * record, FindRecord(branch));
-    if (record->busy) {
-      return absl::FailedPreconditionError(absl::StrCat(BranchName(branch), " is busy"));
-    }
+    BANYAN_RETURN_IF_ERROR(CheckIdle(branch, record->busy));
     BANYAN_ASSIGN_OR_RETURN(int64_t length, tree_->Length(record->branch));
     if (tokens.empty()) return ScoreResult{};
     if (length == 0) {
