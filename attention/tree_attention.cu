@@ -369,10 +369,9 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
     using T = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
-    BANYAN_ASSIGN_OR_RETURN(merge_ctas_per_sm_,
-                            Configured(MergeKernelFor<T, D>(variant_ == KernelVariant::kTma,
-                                                                            TmaLean(D, tma_split_kv_), wide),
-                                       kernels::kMergeThreads, 0));
+    const MergeFn merge = MergeKernelFor<T, D>(variant_ == KernelVariant::kTma, TmaLean(D, tma_split_kv_), wide);
+    BANYAN_ASSIGN_OR_RETURN(merge_ctas_per_sm_, Configured(merge, kernels::kMergeThreads, 0));
+    merge_kernel_ = reinterpret_cast<const void*>(merge);
     return absl::OkStatus();
   }));
   RememberPreparedShape(args);
@@ -552,12 +551,9 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attribute;
     config.numAttrs = overlap_merge_ && pdl_supported_ ? 1 : 0;
-    // Few (row, head) pairs: every slot's o of a pair loaded at once (wider kernel, one wave). Many at
-    // D = 64: a half-warp per pair (twice the pairs in flight).
-    // The TMA kernel stores its partial o as kernels::TmaPartial (the KV type at D = 64 and in the lean
-    // split's kernel), the others in fp32.
-    BANYAN_CUDA_RETURN_IF_ERROR(
-        cudaLaunchKernelEx(&config, MergeKernelFor<T, D>(tma, TmaLean(D, tma_split_kv_), wide_merge()), p));
+    // The kernel Prepare configured (MergeKernelFor), whose occupancy sized merge_grid.
+    void* merge_args[] = {&p};
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelExC(&config, merge_kernel_, merge_args));
     return absl::OkStatus();
   });
 }

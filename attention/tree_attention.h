@@ -304,6 +304,7 @@ class TreeAttention {
   int32_t num_sms_ = 0;
   int32_t grid_ = 0;
   int merge_ctas_per_sm_ = 8;  // resident CTAs of the prepared plan's merge kernel (Prepare)
+  const void* merge_kernel_ = nullptr;  // that merge kernel (Prepare: MergeKernelFor), launched by Run
   const WorkPlan& work() const { return planner_.plan(); }
   WorkPlanner planner_;  // the work plan; refreshed across decode steps (work_plan.h)
   // The kTma kernel's tensor maps and what they were encoded for.
