@@ -68,6 +68,21 @@ __device__ __forceinline__ void MbarrierArriveExpectTx(uint64_t* bar, uint32_t b
 #endif
 }
 
+// Whether the phase of parity `parity` has completed, without waiting (acquire when true, as MbarrierWait).
+__device__ __forceinline__ bool MbarrierTest(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+#ifdef BANYAN_WGMMA_ENABLED
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(SmemAddress(bar)), "r"(parity)
+      : "memory");
+#endif
+  return done != 0;
+}
+
 // Spins until the phase of parity `parity` has completed (acquire: what the
 // arriving threads wrote and the copies delivered is visible afterwards).
 __device__ __forceinline__ void MbarrierWait(uint64_t* bar, uint32_t parity) {

@@ -494,6 +494,15 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     // t + 1 (waiting for V only then measured slower, PERF_NOTES session 5).
     // With shared rings (!split_kv) K's full barrier covers both.
     RingSlot<kTmaStages<D>> prev = stage;  // tile t - 1's stage (tile 0's while t == 0)
+    // At D 128 the tile's stage offsets (through a shuffle: warp-uniform to
+    // ptxas as well) and whether its K has landed are found during the tile
+    // before, off each warpgroup's serial chain from one tile's pack to the
+    // next one's products (H100: headline -5%, small shape -7%; at D 64 the
+    // same ran 4-9% slower, so there they come at the tile's start; PERF_NOTES
+    // session 27).
+    constexpr bool kEarlyNext = D == 128;
+    uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0), v_units = k_units;
+    bool k_landed = false;
     // Waits for V of tile `vt` (in `slot`) and clears its rows outside the item.
     auto land_v = [&](const RingSlot<kTmaStages<D>>& slot, int vt) {
       if (split_kv) MbarrierWait(L::Full(smem, 1, slot.index), slot.phase);
@@ -522,7 +531,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     // out (PERF_NOTES session 20).
     auto tile = [&](int t, auto mask_tag) __attribute__((always_inline)) {
       constexpr bool kMask = decltype(mask_tag)::value;
-      MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
+      if (!kEarlyNext || !k_landed) MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
       land_v(stage, t);
       if (group_active) {
         const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
@@ -531,11 +540,18 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         // P . V of tile t - 1 under this tile's softmax. For t = 0 it adds
         // P = 0 times tile 0's V (landed, finite): no branch around wgmma
         // (ptxas serializes every wgmma of a kernel that has one).
-        // The stage offsets through a shuffle: warp-uniform to ptxas as well.
-        const uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
-        const uint32_t v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
+        if constexpr (!kEarlyNext) {
+          k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
+          v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
+        }
         IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
         if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
+        RingSlot<kTmaStages<D>> next = stage;
+        next.Advance();
+        if constexpr (kEarlyNext) {
+          k_landed = __all_sync(0xffffffffu, t + 1 < tiles.count && MbarrierTest(L::Full(smem, 0, next.index),
+                                                                                   next.phase));
+        }
         // S retired, then the softmax while P . V of tile t - 1 still runs;
         // V of tile t - 1 goes back after it (PERF_NOTES session 10).
         WgmmaWait<1>();
@@ -547,6 +563,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         WgmmaWait<0>();
         FenceRegs(o);
         if (t > 0) release(1, prev.index);
+        if constexpr (kEarlyNext) {
+          k_units = __shfl_sync(0xffffffffu, next.index * kStageUnits, 0);
+          v_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
+        }
         RescaleAndPackP<T>(o, factor, s, pa);
       } else {  // no math: done with the tiles at once
         release(0, stage.index);
