@@ -129,6 +129,10 @@ __device__ __forceinline__ int TmaStartGateThreads(bool split_kv) { return split
 // where its pages have consecutive ids (TreeAttention's short-plan feed).
 inline constexpr int32_t kTmaPageBoxes = 16;
 
+// At D 64, unmasked spans of at least this many tiles run TmaConsume's
+// pipelined loop.
+inline constexpr int kPipelinedMinTiles = 3;
+
 // KV stages: D = 128 5 x 32 KB, D = 64 10 x 16 KB (with the item buffer,
 // under the 227 KB of shared memory a CTA may have).
 template <int D>
@@ -257,14 +261,12 @@ __device__ __forceinline__ void TmaProduceItems(const TreeParams& p, char* smem,
     MbarrierWait(L::ItemEmpty(smem, buf.index), buf.phase ^ 1u);
     TmaItemMeta* meta = L::Meta(smem, buf.index);
     uint64_t* item_full = L::ItemFull(smem, buf.index);
-    int32_t min_limit = INT_MAX;  // TmaConsume's unmasked loop at D 128
-    if constexpr (D == 128) {
+    int32_t min_limit = INT_MAX;  // TmaConsume's unmasked tiles
 #pragma unroll
-      for (int k = 0; k < kRowsPerLane; ++k) {
-        if (lane + 32 * k < it.row_count) min_limit = min(min_limit, min(kv_limit[k], it.kv_end));
-      }
-      min_limit = __reduce_min_sync(0xffffffffu, min_limit);
+    for (int k = 0; k < kRowsPerLane; ++k) {
+      if (lane + 32 * k < it.row_count) min_limit = min(min_limit, min(kv_limit[k], it.kv_end));
     }
+    min_limit = __reduce_min_sync(0xffffffffu, min_limit);
     if (lane == 0) {
       meta->item = it;
       meta->min_limit = min_limit;
@@ -575,11 +577,66 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
       prev = stage;
       stage.Advance();
     };
+    // Unmasked tiles [a, b) of a warpgroup with rows and no ping-pong, with S
+    // of tile t + 1 issued in the middle of tile t's softmax (once its
+    // scores are read) and P . V of t - 1 at its start, so that S is off
+    // each warpgroup's serial chain (tile() issues S of t and P . V of t - 1
+    // together after the softmax of t - 1). Nothing is in flight across the
+    // loop's back edge: with P . V of t in flight there ptxas serialized
+    // every wgmma of the kernel (C7514). Enters and leaves in tile()'s state
+    // (P of the tile before in pa, unissued; nothing in flight). D 64 only
+    // (H100: engine rows 1-3% faster); at D 128 the second score array
+    // beside the q fragments spills and the loop ran 15% slower, 36% with q
+    // in shared memory instead (PERF_NOTES session 28). Written for the tile()
+    // of D 64 (kEarlyNext off: it leaves k_landed and the offsets alone).
+    auto pipelined = [&](int a, int b) __attribute__((always_inline)) {
+      MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
+      land_v(stage, a);
+      float s[32], pr[32], factor[2];
+      IssueScores<T>(s, qf, k_desc0, __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0));  // S of a
+      WgmmaWait<0>();
+      FenceRegs(s);
+      // One tile's softmax with P . V of the tile before under it, and S of
+      // tile t + 1 (kIssueNext; compile-time: a wgmma in a branch of its own
+      // serializes every wgmma of the kernel) under its exponentials.
+      auto step = [&](int t, auto issue_tag) __attribute__((always_inline)) {
+        constexpr bool kIssueNext = decltype(issue_tag)::value;
+        RingSlot<kTmaStages<D>> next = stage;
+        next.Advance();
+        IssueValues<T>(o, pa, v_desc0, __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0));  // P . V of t - 1
+        SoftmaxExponents(s, pr, scale, m, l, factor);
+        if constexpr (kIssueNext) {
+          const uint32_t next_k = __shfl_sync(0xffffffffu, next.index * kStageUnits, 0);
+          MbarrierWait(L::Full(smem, 0, next.index), next.phase);
+          land_v(next, t + 1);
+          // pr is complete before S overwrites s: otherwise the compiler
+          // may sink some of the FFMAs below the issue, which keeps s's old
+          // values alive beside the product in flight (copies of s, which
+          // ptxas answers by serializing every wgmma, C7514).
+          FenceRegs(pr);
+          IssueScores<T>(s, qf, k_desc0, next_k);  // S of t + 1
+        }
+        SoftmaxProbabilities(pr);
+        FenceRegs(pr);  // the exponentials stay above the wait (the compiler sank them below it)
+        release(0, stage.index);
+        WgmmaWait<0>();
+        FenceRegs(o);
+        FenceRegs(s);
+        if (t > 0) release(1, prev.index);
+        RescaleAndPackP<T>(o, factor, pr, pa);
+        AddRowSums(pr, l);  // after the pack: the form measured and tested (PERF_NOTES session 28)
+        prev = stage;
+        stage = next;
+      };
+      for (int t = a; t < b - 1; ++t) step(t, std::true_type{});
+      step(b - 1, std::false_type{});
+    };
     // The tiles. At D 128, tiles inside every row's tokens run unmasked in a
     // loop of their own (item-uniform bounds): mask-free code there lets
     // ptxas sink the wait for P . V into the softmax, 5-6% faster on the
-    // headline. At D 64 the same split ran up to 13% slower: one loop, each
-    // tile masked where its rows need it (PERF_NOTES session 20).
+    // headline. At D 64 the same split through tile() ran up to 13% slower
+    // (PERF_NOTES session 20): there the span runs pipelined() and every
+    // other tile is masked where its rows need it.
     if constexpr (D == 128) {
       const UnmaskedTiles inside = UnmaskedTileSpan(it.first_slot, it.kv_begin, tiles.count, item_limit);
       for (int t = 0; t < tiles.count;) {
@@ -591,8 +648,16 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         }
       }
     } else {
-      (void)item_limit;
-      for (int t = 0; t < tiles.count; ++t) tile(t, std::true_type{});
+      const UnmaskedTiles inside = UnmaskedTileSpan(it.first_slot, it.kv_begin, tiles.count, item_limit);
+      for (int t = 0; t < tiles.count;) {
+        if (t == inside.lead && group_active && !pp && inside.end - t >= kPipelinedMinTiles) {
+          pipelined(t, inside.end);
+          t = inside.end;
+        } else {
+          tile(t, std::true_type{});
+          ++t;
+        }
+      }
     }
     if (pp && group == 0) NamedBarrierSync(2, kTmaConsumerThreads);  // warpgroup 1's last turn
     if (tiles.count > 0) {  // P . V of the last tile

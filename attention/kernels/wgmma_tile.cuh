@@ -41,6 +41,29 @@ __device__ __forceinline__ void IssueTileProducts(float (&s)[32], const uint32_t
   WgmmaCommit();
 }
 
+// The two halves of IssueTileProducts, one commit group each, for a loop
+// that issues S of the next tile in the middle of this tile's softmax
+// (TmaConsume's pipelined span): S = Q . K^T into s, and P . V into o.
+template <typename T, int kKSteps>
+__device__ __forceinline__ void IssueScores(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
+                                            uint32_t k_units) {
+  WgmmaFence();
+#pragma unroll
+  for (int ks = 0; ks < kKSteps; ++ks) {
+    const uint32_t off = k_units + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
+    Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : 0);
+  }
+  WgmmaCommit();
+}
+template <typename T, int kORegs>
+__device__ __forceinline__ void IssueValues(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
+                                            uint32_t v_units) {
+  WgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, v_units + kk * 128), 1);
+  WgmmaCommit();
+}
+
 // P . V of an item's last tile (nothing else in flight), retired on return.
 template <typename T, int kORegs>
 __device__ __forceinline__ void LastTileProduct(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
@@ -62,6 +85,47 @@ __device__ __forceinline__ float FastExp2(float x) {
   return y;
 }
 
+// The tile's row maxima (over the 4 threads of a row) into the running max m
+// (lazily: LazyMax, state.cuh); l and factor follow, neg_m = -m (0 for rows
+// still at -inf).
+__device__ __forceinline__ void MoveRowMax(const float (&s)[32], float scale, float (&m)[2], float (&l)[2],
+                                           float (&factor)[2], float (&neg_m)[2]) {
+  float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+  for (int i = 0; i < 32; ++i) tile_max[(i % 4) / 2] = fmaxf(tile_max[(i % 4) / 2], s[i]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+    const float m_new = LazyMax(m[r], tile_max[r] * scale);
+    factor[r] = m_new == m[r] ? 1.0f : RescaleFactor(m[r], m_new);
+    m[r] = m_new;
+    l[r] *= factor[r];
+    neg_m[r] = -SafeMax(m_new);
+  }
+}
+
+// The softmax of one tile of raw scores (SoftmaxTile64To below, without its
+// mask) in two steps, so that s is free between them: SoftmaxExponents moves
+// m, l and factor and writes s * scale - m into pr (pr may be s; s is not
+// read after it); SoftmaxProbabilities turns pr into exp2(pr), and
+// AddRowSums adds it to l.
+__device__ __forceinline__ void SoftmaxExponents(const float (&s)[32], float (&pr)[32], float scale, float (&m)[2],
+                                                 float (&l)[2], float (&factor)[2]) {
+  float neg_m[2];
+  MoveRowMax(s, scale, m, l, factor, neg_m);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) pr[i] = fmaf(s[i], scale, neg_m[(i % 4) / 2]);
+}
+__device__ __forceinline__ void SoftmaxProbabilities(float (&pr)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) pr[i] = FastExp2(pr[i]);
+}
+__device__ __forceinline__ void AddRowSums(const float (&pr)[32], float (&l)[2]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) l[(i % 4) / 2] += pr[i];
+}
+
 // One tile of raw scores s (token tok0 + column): when `mask`, scores of
 // tokens outside [kv_begin, limit[r]) become -inf; then the running max m
 // (lazily: LazyMax, state.cuh) and sum l of each row move (row max over the 4
@@ -80,26 +144,15 @@ __device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32],
       if (tok < kv_begin || tok >= limit[(i % 4) / 2]) s[i] = -CUDART_INF_F;
     }
   }
-  float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
-#pragma unroll
-  for (int i = 0; i < 32; ++i) tile_max[(i % 4) / 2] = fmaxf(tile_max[(i % 4) / 2], s[i]);
   float neg_m[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-    const float m_new = LazyMax(m[r], tile_max[r] * scale);
-    factor[r] = m_new == m[r] ? 1.0f : RescaleFactor(m[r], m_new);
-    m[r] = m_new;
-    l[r] *= factor[r];
-    neg_m[r] = -SafeMax(m_new);
-  }
+  MoveRowMax(s, scale, m, l, factor, neg_m);
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
     pr[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
     l[(i % 4) / 2] += pr[i];
   }
 }
+
 __device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool mask, int32_t kv_begin,
                                               const int32_t (&limit)[2], int tq, float scale, float (&m)[2],
                                               float (&l)[2], float (&factor)[2]) {
