@@ -17,51 +17,57 @@
 
 namespace banyan::attention::kernels {
 
-// Issues S = Q . K^T of the tile whose K starts `k_units` (16-byte units)
-// after k_desc0's, then P . V of the previous tile (P in pa) with V at
-// `v_units` after v_desc0's: two commit groups, S first. K is K-major B
-// (block ks / 4 of 64 tokens x 128 bytes, 32 bytes per k-step inside it), V
-// MN-major B (16 token rows, 2048 bytes, per k-step; the next 64 columns of
-// D at the descriptor's LBO). s_scale_d: whether S's first k-step adds to s
-// (0 overwrites it, what the kernels want; a run-time 0 the compiler cannot
-// see keeps s in registers of its own across tiles, bench/micro/tile_loop.cu).
-template <typename T, int kKSteps, int kORegs>
-__device__ __forceinline__ void IssueTileProducts(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
-                                                  uint32_t k_units, float (&o)[kORegs], const uint32_t (&pa)[4][4],
-                                                  uint64_t v_desc0, uint32_t v_units, int s_scale_d = 0) {
-  WgmmaFence();
+// The products of a 64-token KV tile, each one commit group, issued after
+// the caller's WgmmaFence: S = Q . K^T of the tile whose K starts `k_units`
+// (16-byte units) after k_desc0's (K-major B: block ks / 4 of 64 tokens x
+// 128 bytes, 32 bytes per k-step inside it), and P . V with P in pa and V at
+// `v_units` after v_desc0's (MN-major B: 16 token rows, 2048 bytes, per
+// k-step; the next 64 columns of D at the descriptor's LBO). s_scale_d:
+// whether S's first k-step adds to s (0 overwrites it, what the kernels
+// want; a run-time 0 the compiler cannot see keeps s in registers of its own
+// across tiles, bench/micro/tile_loop.cu).
+template <typename T, int kKSteps>
+__device__ __forceinline__ void ScoreProducts(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
+                                              uint32_t k_units, int s_scale_d) {
 #pragma unroll
   for (int ks = 0; ks < kKSteps; ++ks) {
     const uint32_t off = k_units + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
     Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : s_scale_d);
   }
   WgmmaCommit();
+}
+template <typename T, int kORegs>
+__device__ __forceinline__ void ValueProducts(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
+                                              uint32_t v_units) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, v_units + kk * 128), 1);
   WgmmaCommit();
 }
 
-// The two halves of IssueTileProducts, one commit group each, for a loop
-// that issues S of the next tile in the middle of this tile's softmax
-// (TmaConsume's pipelined span): S = Q . K^T into s, and P . V into o.
+// S of this tile, then P . V of the previous one: two commit groups, S first.
+template <typename T, int kKSteps, int kORegs>
+__device__ __forceinline__ void IssueTileProducts(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
+                                                  uint32_t k_units, float (&o)[kORegs], const uint32_t (&pa)[4][4],
+                                                  uint64_t v_desc0, uint32_t v_units, int s_scale_d = 0) {
+  WgmmaFence();
+  ScoreProducts<T>(s, qf, k_desc0, k_units, s_scale_d);
+  ValueProducts<T>(o, pa, v_desc0, v_units);
+}
+
+// The two halves of IssueTileProducts on their own, for a loop that issues
+// S of the next tile in the middle of this tile's softmax (TmaConsume's
+// pipelined span).
 template <typename T, int kKSteps>
 __device__ __forceinline__ void IssueScores(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
                                             uint32_t k_units) {
   WgmmaFence();
-#pragma unroll
-  for (int ks = 0; ks < kKSteps; ++ks) {
-    const uint32_t off = k_units + (ks / 4) * (kKvTile * 8) + (ks % 4) * 2;
-    Wgmma<T, 0>(s, qf[ks], DescriptorPlus(k_desc0, off), ks > 0 ? 1 : 0);
-  }
-  WgmmaCommit();
+  ScoreProducts<T>(s, qf, k_desc0, k_units, 0);
 }
 template <typename T, int kORegs>
 __device__ __forceinline__ void IssueValues(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
                                             uint32_t v_units) {
   WgmmaFence();
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, v_units + kk * 128), 1);
-  WgmmaCommit();
+  ValueProducts<T>(o, pa, v_desc0, v_units);
 }
 
 // P . V of an item's last tile (nothing else in flight), retired on return.
@@ -69,10 +75,7 @@ template <typename T, int kORegs>
 __device__ __forceinline__ void LastTileProduct(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
                                                 uint32_t v_units) {
   FenceRegs(o);
-  WgmmaFence();
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, v_units + kk * 128), 1);
-  WgmmaCommit();
+  IssueValues<T>(o, pa, v_desc0, v_units);
   WgmmaWait<0>();
   FenceRegs(o);
 }
