@@ -521,6 +521,12 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         NamedBarrierSync(4 + group, 128);
       }
     };
+    // Waits for K of tile `t` (in `slot`; not when the caller already saw it
+    // land) and lands its V.
+    auto land = [&](const RingSlot<kTmaStages<D>>& slot, int t, bool k_seen) {
+      if (!k_seen) MbarrierWait(L::Full(smem, 0, slot.index), slot.phase);
+      land_v(slot, t);
+    };
     // This warp is done with the K or V tile in `slot`.
     auto release = [&](int plane, int index) {
       __syncwarp();
@@ -533,8 +539,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     // out (PERF_NOTES session 20).
     auto tile = [&](int t, auto mask_tag) __attribute__((always_inline)) {
       constexpr bool kMask = decltype(mask_tag)::value;
-      if (!kEarlyNext || !k_landed) MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
-      land_v(stage, t);
+      land(stage, t, kEarlyNext && k_landed);
       if (group_active) {
         const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
         float s[32];
@@ -590,8 +595,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     // in shared memory instead (PERF_NOTES session 28). Written for the tile()
     // of D 64 (kEarlyNext off: it leaves k_landed and the offsets alone).
     auto pipelined = [&](int a, int b) __attribute__((always_inline)) {
-      MbarrierWait(L::Full(smem, 0, stage.index), stage.phase);
-      land_v(stage, a);
+      land(stage, a, false);
       float s[32], pr[32], factor[2];
       IssueScores<T>(s, qf, k_desc0, __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0));  // S of a
       WgmmaWait<0>();
@@ -607,8 +611,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         SoftmaxExponents(s, pr, scale, m, l, factor);
         if constexpr (kIssueNext) {
           const uint32_t next_k = __shfl_sync(0xffffffffu, next.index * kStageUnits, 0);
-          MbarrierWait(L::Full(smem, 0, next.index), next.phase);
-          land_v(next, t + 1);
+          land(next, t + 1, false);
           // pr is complete before S overwrites s: otherwise the compiler
           // may sink some of the FFMAs below the issue, which keeps s's old
           // values alive beside the product in flight (copies of s, which
