@@ -505,10 +505,12 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     constexpr bool kEarlyNext = D == 128;
     uint32_t k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0), v_units = k_units;
     bool k_landed = false;
-    // Waits for V of tile `vt` (in `slot`) and clears its rows outside the item.
-    auto land_v = [&](const RingSlot<kTmaStages<D>>& slot, int vt) {
+    // Waits for V of tile `vt` (in `slot`) and clears its rows outside the
+    // item. `inside`: the caller knows the tile is not an edge tile (one of
+    // UnmaskedTileSpan's), so the test is left out.
+    auto land_v = [&](const RingSlot<kTmaStages<D>>& slot, int vt, bool inside) {
       if (split_kv) MbarrierWait(L::Full(smem, 1, slot.index), slot.phase);
-      if (!tiles.Edge(vt)) return;
+      if (inside || !tiles.Edge(vt)) return;
       char* v_tile = L::Stage(smem, slot.index) + L::kTileBytes;
       const int32_t base = tiles.base0 + vt * kKvTile;
       if (!small) {  // both warpgroups read the tile
@@ -523,9 +525,9 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     };
     // Waits for K of tile `t` (in `slot`; not when the caller already saw it
     // land) and lands its V.
-    auto land = [&](const RingSlot<kTmaStages<D>>& slot, int t, bool k_seen) {
+    auto land = [&](const RingSlot<kTmaStages<D>>& slot, int t, bool k_seen, bool inside = false) {
       if (!k_seen) MbarrierWait(L::Full(smem, 0, slot.index), slot.phase);
-      land_v(slot, t);
+      land_v(slot, t, inside);
     };
     // This warp is done with the K or V tile in `slot`.
     auto release = [&](int plane, int index) {
@@ -539,7 +541,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     // out (PERF_NOTES session 20).
     auto tile = [&](int t, auto mask_tag) __attribute__((always_inline)) {
       constexpr bool kMask = decltype(mask_tag)::value;
-      land(stage, t, kEarlyNext && k_landed);
+      land(stage, t, kEarlyNext && k_landed, !kMask);  // unmasked tiles are never edge tiles
       if (group_active) {
         const int32_t tok0 = tiles.base0 + t * kKvTile - it.first_slot;
         float s[32];
@@ -595,7 +597,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     // in shared memory instead (PERF_NOTES session 28). Written for the tile()
     // of D 64 (kEarlyNext off: it leaves k_landed and the offsets alone).
     auto pipelined = [&](int a, int b) __attribute__((always_inline)) {
-      land(stage, a, false);
+      land(stage, a, false, true);
       float s[32], pr[32], factor[2];
       IssueScores<T>(s, qf, k_desc0, __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0));  // S of a
       WgmmaWait<0>();
@@ -611,7 +613,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         SoftmaxExponents(s, pr, scale, m, l, factor);
         if constexpr (kIssueNext) {
           const uint32_t next_k = __shfl_sync(0xffffffffu, next.index * kStageUnits, 0);
-          land(next, t + 1, false);
+          land(next, t + 1, false, true);
           // pr is complete before S overwrites s: otherwise the compiler
           // may sink some of the FFMAs below the issue, which keeps s's old
           // values alive beside the product in flight (copies of s, which

@@ -150,9 +150,21 @@ __device__ __forceinline__ void SoftmaxProbabilities(float (&pr)[32]) {
 #pragma unroll
   for (int i = 0; i < 32; ++i) pr[i] = FastExp2(pr[i]);
 }
+// Four partial sums per row, as MoveRowMax's maxima: a tree of depth 6
+// instead of a chain of 16 dependent FADDs per row, which in-order issue
+// would put between the tile's exponentials and the next tile's products
+// (H200: D 64 L1024 P16384 -5%, PERF_NOTES session 31).
 __device__ __forceinline__ void AddRowSums(const float (&pr)[32], float (&l)[2]) {
+  float part[2][4];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) l[(i % 4) / 2] += pr[i];
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) part[r][c] = pr[c * 4 + r * 2] + pr[c * 4 + r * 2 + 1];
+  }
+#pragma unroll
+  for (int i = 16; i < 32; ++i) part[(i % 4) / 2][(i / 4) % 4] += pr[i];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) l[r] += (part[r][0] + part[r][1]) + (part[r][2] + part[r][3]);
 }
 
 // One tile of raw scores s (token tok0 + column): when `mask`, scores of
@@ -176,10 +188,8 @@ __device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32],
   float neg_m[2];
   MoveRowMax(s, scale, m, l, factor, neg_m);
 #pragma unroll
-  for (int i = 0; i < 32; ++i) {
-    pr[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
-    l[(i % 4) / 2] += pr[i];
-  }
+  for (int i = 0; i < 32; ++i) pr[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
+  AddRowSums(pr, l);
 }
 
 __device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool mask, int32_t kv_begin,
