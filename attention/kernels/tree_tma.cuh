@@ -488,6 +488,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 #pragma unroll
     for (int j = 0; j < D / 2; ++j) o[j] = 0.0f;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
+    float neg_m[2] = {-0.0f, -0.0f};  // -SafeMax(m), moved with m (MoveRowMax)
     uint32_t pa[4][4];  // P of the previous tile (A of its P . V)
 #pragma unroll
     for (int j = 0; j < 16; ++j) pa[j / 4][j % 4] = 0u;
@@ -568,7 +569,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         release(0, stage.index);
         float factor[2];
         SoftmaxTile64(s, tok0, kMask && (tok0 < it.kv_begin || tok0 + kKvTile > full_limit), it.kv_begin, limit, tq,
-                      scale, m, l, factor);
+                      scale, m, neg_m, l, factor);
         WgmmaWait<0>();
         FenceRegs(o);
         if (t > 0) release(1, prev.index);
@@ -610,7 +611,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         RingSlot<kTmaStages<D>> next = stage;
         next.Advance();
         IssueValues<T>(o, pa, v_desc0, __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0));  // P . V of t - 1
-        SoftmaxExponents(s, pr, scale, m, l, factor);
+        SoftmaxExponents(s, pr, scale, m, neg_m, l, factor);
         if constexpr (kIssueNext) {
           const uint32_t next_k = __shfl_sync(0xffffffffu, next.index * kStageUnits, 0);
           land(next, t + 1, false, true);

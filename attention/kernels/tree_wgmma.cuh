@@ -202,6 +202,7 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
   // m: running max in the scaled log2 domain (state.cuh); scores are scaled
   // inside the exponent (scale > 0, so the max of raw scores scales too).
   float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
+  float neg_m[2] = {-0.0f, -0.0f};  // -SafeMax(m), moved with m (MoveRowMax)
   const float scale = p.scale_log2;
   // Rows past row_count never need masking (their results are not stored).
   const int32_t full_limit = min(valid[0] ? limit[0] : INT_MAX, valid[1] ? limit[1] : INT_MAX);
@@ -241,7 +242,7 @@ __device__ __forceinline__ void RunBatchedItemWgmmaPaged(const TreeParams& p, co
 
       // Mask only a tile that crosses a row's limit (its tokens start at kv_begin).
       float factor[2];
-      SoftmaxTile64(s, tok0, tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m, l, factor);
+      SoftmaxTile64(s, tok0, tok0 + kKvTile > full_limit, it.kv_begin, limit, tq, scale, m, neg_m, l, factor);
       WgmmaWait<0>();  // P . V of tile t - 1: o and pa are free
       FenceRegs(o);
       RescaleAndPackP<T>(o, factor, s, pa);

@@ -89,8 +89,9 @@ __device__ __forceinline__ float FastExp2(float x) {
 }
 
 // The tile's row maxima (over the 4 threads of a row) into the running max m
-// (lazily: LazyMax, state.cuh); l and factor follow, neg_m = -m (0 for rows
-// still at -inf).
+// (lazily: LazyMax, state.cuh); l and factor follow. neg_m is the caller's
+// -SafeMax(m) (-0 for rows still at -inf), kept beside m from the item's
+// start and moved only with it, so that tiles that keep m do not redo it.
 __device__ __forceinline__ void MoveRowMax(const float (&s)[32], float scale, float (&m)[2], float (&l)[2],
                                            float (&factor)[2], float (&neg_m)[2]) {
   // Four partial maxima per row: a tree of depth 5 instead of a chain of 16
@@ -116,10 +117,7 @@ __device__ __forceinline__ void MoveRowMax(const float (&s)[32], float scale, fl
   for (int r = 0; r < 2; ++r) keep = keep && !(tile_max[r] * scale > m[r] + kRescaleSlack);
   if (__all_sync(0xffffffffu, keep)) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      factor[r] = 1.0f;
-      neg_m[r] = -SafeMax(m[r]);
-    }
+    for (int r = 0; r < 2; ++r) factor[r] = 1.0f;
     return;
   }
 #pragma unroll
@@ -140,8 +138,7 @@ __device__ __forceinline__ void MoveRowMax(const float (&s)[32], float scale, fl
 // read after it); SoftmaxProbabilities turns pr into exp2(pr), and
 // AddRowSums adds it to l.
 __device__ __forceinline__ void SoftmaxExponents(const float (&s)[32], float (&pr)[32], float scale, float (&m)[2],
-                                                 float (&l)[2], float (&factor)[2]) {
-  float neg_m[2];
+                                                 float (&neg_m)[2], float (&l)[2], float (&factor)[2]) {
   MoveRowMax(s, scale, m, l, factor, neg_m);
 #pragma unroll
   for (int i = 0; i < 32; ++i) pr[i] = fmaf(s[i], scale, neg_m[(i % 4) / 2]);
@@ -169,7 +166,7 @@ __device__ __forceinline__ void AddRowSums(const float (&pr)[32], float (&l)[2])
 
 // One tile of raw scores s (token tok0 + column): when `mask`, scores of
 // tokens outside [kv_begin, limit[r]) become -inf; then the running max m
-// (lazily: LazyMax, state.cuh) and sum l of each row move (row max over the 4
+// (lazily: LazyMax, state.cuh; neg_m with it, MoveRowMax) and sum l of each row move (row max over the 4
 // threads of a row), s becomes
 // exp2(s * scale - m) (one FFMA and one MUFU per score), and factor[r] is what
 // the row's accumulator must be multiplied by (1 when its max did not move).
@@ -177,7 +174,8 @@ __device__ __forceinline__ void AddRowSums(const float (&pr)[32], float (&l)[2])
 // probabilities into pr instead (pr may be s).
 __device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32], int32_t tok0, bool mask,
                                                 int32_t kv_begin, const int32_t (&limit)[2], int tq, float scale,
-                                                float (&m)[2], float (&l)[2], float (&factor)[2]) {
+                                                float (&m)[2], float (&neg_m)[2], float (&l)[2],
+                                                float (&factor)[2]) {
   if (mask) {
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
@@ -185,7 +183,6 @@ __device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32],
       if (tok < kv_begin || tok >= limit[(i % 4) / 2]) s[i] = -CUDART_INF_F;
     }
   }
-  float neg_m[2];
   MoveRowMax(s, scale, m, l, factor, neg_m);
 #pragma unroll
   for (int i = 0; i < 32; ++i) pr[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
@@ -194,8 +191,8 @@ __device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32],
 
 __device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool mask, int32_t kv_begin,
                                               const int32_t (&limit)[2], int tq, float scale, float (&m)[2],
-                                              float (&l)[2], float (&factor)[2]) {
-  SoftmaxTile64To(s, s, tok0, mask, kv_begin, limit, tq, scale, m, l, factor);
+                                              float (&neg_m)[2], float (&l)[2], float (&factor)[2]) {
+  SoftmaxTile64To(s, s, tok0, mask, kv_begin, limit, tq, scale, m, neg_m, l, factor);
 }
 
 // o (the 64 x D accumulator, D layout) times each row's factor.
