@@ -166,8 +166,8 @@ __device__ __forceinline__ void AddRowSums(const float (&pr)[32], float (&l)[2])
 
 // One tile of raw scores s (token tok0 + column): when `mask`, scores of
 // tokens outside [kv_begin, limit[r]) become -inf; then the running max m
-// (lazily: LazyMax, state.cuh; neg_m with it, MoveRowMax) and sum l of each row move (row max over the 4
-// threads of a row), s becomes
+// (lazily: LazyMax, state.cuh; neg_m with it, MoveRowMax) and sum l of each
+// row move (row max over the 4 threads of a row), s becomes
 // exp2(s * scale - m) (one FFMA and one MUFU per score), and factor[r] is what
 // the row's accumulator must be multiplied by (1 when its max did not move).
 // scale: softmax scale * log2(e) (> 0). SoftmaxTile64To writes the
