@@ -88,25 +88,34 @@ __device__ __forceinline__ float FastExp2(float x) {
   return y;
 }
 
+// The tile's 16 values of each of this thread's two rows (element i is row
+// (i % 4) / 2's) reduced by `op` as a tree of four partial results per row:
+// depth 5 instead of a chain of 16 dependent ops, which in-order issue would
+// leave on the tile's serial path.
+template <typename Op>
+__device__ __forceinline__ void ReduceRows(const float (&v)[32], Op op, float (&out)[2]) {
+  float part[2][4];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) part[r][c] = op(v[c * 4 + r * 2], v[c * 4 + r * 2 + 1]);
+  }
+#pragma unroll
+  for (int i = 16; i < 32; ++i) part[(i % 4) / 2][(i / 4) % 4] = op(part[(i % 4) / 2][(i / 4) % 4], v[i]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) out[r] = op(op(part[r][0], part[r][1]), op(part[r][2], part[r][3]));
+}
+
 // The tile's row maxima (over the 4 threads of a row) into the running max m
 // (lazily: LazyMax, state.cuh); l and factor follow. neg_m is the caller's
 // -SafeMax(m) (-0 for rows still at -inf), kept beside m from the item's
 // start and moved only with it, so that tiles that keep m do not redo it.
 __device__ __forceinline__ void MoveRowMax(const float (&s)[32], float scale, float (&m)[2], float (&l)[2],
                                            float (&factor)[2], float (&neg_m)[2]) {
-  // Four partial maxima per row: a tree of depth 5 instead of a chain of 16
-  // dependent FMNMX per row (H100: headline -2%, PERF_NOTES session 30).
-  float part[2][4];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) part[r][c] = fmaxf(s[c * 4 + r * 2], s[c * 4 + r * 2 + 1]);
-  }
-#pragma unroll
-  for (int i = 16; i < 32; ++i) part[(i % 4) / 2][(i / 4) % 4] = fmaxf(part[(i % 4) / 2][(i / 4) % 4], s[i]);
+  // A tree, not a chain of 16 dependent FMNMX per row (H100: headline -2%,
+  // PERF_NOTES session 30).
   float tile_max[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) tile_max[r] = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
+  ReduceRows(s, [](float a, float b) { return fmaxf(a, b); }, tile_max);
   // When no thread's own maximum would move its row's max (LazyMax keeps m:
   // then neither does the row's, the max of its 4 threads'), one vote of the
   // warp replaces the two shuffle rounds; the common case once the item's
@@ -147,21 +156,14 @@ __device__ __forceinline__ void SoftmaxProbabilities(float (&pr)[32]) {
 #pragma unroll
   for (int i = 0; i < 32; ++i) pr[i] = FastExp2(pr[i]);
 }
-// Four partial sums per row, as MoveRowMax's maxima: a tree of depth 6
-// instead of a chain of 16 dependent FADDs per row, which in-order issue
-// would put between the tile's exponentials and the next tile's products
-// (H200: D 64 L1024 P16384 -5%, PERF_NOTES session 31).
+// The row sums as a tree (ReduceRows), not two chains of 16 dependent FADDs
+// between the tile's exponentials and the next tile's products (H200: D 64
+// L1024 P16384 -5%, PERF_NOTES session 31).
 __device__ __forceinline__ void AddRowSums(const float (&pr)[32], float (&l)[2]) {
-  float part[2][4];
+  float sum[2];
+  ReduceRows(pr, [](float a, float b) { return a + b; }, sum);
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) part[r][c] = pr[c * 4 + r * 2] + pr[c * 4 + r * 2 + 1];
-  }
-#pragma unroll
-  for (int i = 16; i < 32; ++i) part[(i % 4) / 2][(i / 4) % 4] += pr[i];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) l[r] += (part[r][0] + part[r][1]) + (part[r][2] + part[r][3]);
+  for (int r = 0; r < 2; ++r) l[r] += sum[r];
 }
 
 // One tile of raw scores s (token tok0 + column): when `mask`, scores of
