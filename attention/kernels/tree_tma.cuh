@@ -137,6 +137,12 @@ inline constexpr int kPipelinedMinTiles = 3;
 // under the 227 KB of shared memory a CTA may have).
 template <int D>
 inline constexpr int kTmaStages = D == 64 ? 10 : 5;
+// Whether the heavy items' row sums come from the tensor cores
+// (TensorRowSums, wgmma_tile.cuh) instead of the softmax's FADDs: at D 64
+// (H100: engine rows 0-1% faster, the rest unchanged; at D 128 the headline
+// ran 0.6% slower, PERF_NOTES session 32).
+template <int D>
+inline constexpr bool kTmaTensorRowSums = D == 64;
 
 // One item's q rows and row metadata, written by the producer.
 struct TmaItemMeta {
@@ -163,7 +169,8 @@ struct TmaSmem {
   static constexpr int kMetaOffset = kQOffset + kTmaItemBuffers * kQBytes;
   static constexpr int kBarOffset = kMetaOffset + kTmaItemBuffers * static_cast<int>(sizeof(TmaItemMeta));
   static constexpr int kBars = 4 * kTmaStages<D> + 2 * kTmaItemBuffers;
-  static constexpr int kBytes = kBarOffset + kBars * 8;
+  static constexpr int kOnesOffset = (kBarOffset + kBars * 8 + 15) / 16 * 16;  // TensorRowSums' block of ones
+  static constexpr int kBytes = kOnesOffset + (kTmaTensorRowSums<D> ? TensorRowSums::kOnesBytes : 0);
 
   __device__ static char* Stage(char* s, int stage) { return s + kKvOffset + stage * kStageBytes; }
   __device__ static T* QRows(char* s, int b) { return reinterpret_cast<T*>(s + kQOffset + b * kQBytes); }
@@ -179,6 +186,7 @@ struct TmaSmem {
   }
   __device__ static uint64_t* ItemFull(char* s, int b) { return Bar(s, 4 * kTmaStages<D> + b); }
   __device__ static uint64_t* ItemEmpty(char* s, int b) { return Bar(s, 4 * kTmaStages<D> + kTmaItemBuffers + b); }
+  __device__ static char* Ones(char* s) { return s + kOnesOffset; }
 };
 static_assert(sizeof(TmaItemMeta) % 16 == 0);
 
@@ -433,6 +441,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
   constexpr uint32_t kStageUnits = L::kStageBytes / 16;
   RingSlot<kTmaStages<D>> stage;
   RingSlot<kTmaItemBuffers> buf;
+  using Sums = std::conditional_t<kTmaTensorRowSums<D>, TensorRowSums, NoTensorSums>;
   for (int32_t i = begin; i < end; ++i) {
     // The item, its rows and q fragments from the producer's buffer.
     MbarrierWait(L::ItemFull(smem, buf.index), buf.phase);
@@ -489,6 +498,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     for (int j = 0; j < D / 2; ++j) o[j] = 0.0f;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f};
     float neg_m[2] = {-0.0f, -0.0f};  // -SafeMax(m), moved with m (MoveRowMax)
+    Sums sums(L::Ones(smem));  // the rows' sums, when the tensor cores add them up
     uint32_t pa[4][4];  // P of the previous tile (A of its P . V)
 #pragma unroll
     for (int j = 0; j < 16; ++j) pa[j / 4][j % 4] = 0u;
@@ -554,7 +564,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
           k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
           v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
         }
-        IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
+        IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units, 0, sums);
         if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
         RingSlot<kTmaStages<D>> next = stage;
         next.Advance();
@@ -568,16 +578,17 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         FenceRegs(s);
         release(0, stage.index);
         float factor[2];
-        SoftmaxTile64(s, tok0, kMask && (tok0 < it.kv_begin || tok0 + kKvTile > full_limit), it.kv_begin, limit, tq,
-                      scale, m, neg_m, l, factor);
+        SoftmaxTile64<!Sums::kOn>(s, tok0, kMask && (tok0 < it.kv_begin || tok0 + kKvTile > full_limit), it.kv_begin,
+                                  limit, tq, scale, m, neg_m, l, factor);
         WgmmaWait<0>();
         FenceRegs(o);
+        sums.Fence();
         if (t > 0) release(1, prev.index);
         if constexpr (kEarlyNext) {
           k_units = __shfl_sync(0xffffffffu, next.index * kStageUnits, 0);
           v_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
         }
-        RescaleAndPackP<T>(o, factor, s, pa);
+        RescaleAndPackP<T>(o, factor, s, pa, sums);
       } else {  // no math: done with the tiles at once
         release(0, stage.index);
         if (t > 0) release(1, prev.index);
@@ -610,11 +621,19 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         constexpr bool kIssueNext = decltype(issue_tag)::value;
         RingSlot<kTmaStages<D>> next = stage;
         next.Advance();
-        IssueValues<T>(o, pa, v_desc0, __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0));  // P . V of t - 1
+        // Whether K of t + 1 has landed, asked before this tile's max so that
+        // the answer's latency hides under it; the wait below runs only when
+        // it had not (H100: D 64 engine rows S8 and S64 1-2% faster,
+        // PERF_NOTES session 32).
+        bool k_early = false;
+        if constexpr (kIssueNext) {
+          k_early = __all_sync(0xffffffffu, MbarrierTest(L::Full(smem, 0, next.index), next.phase));
+        }
+        IssueValues<T>(o, pa, v_desc0, __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0), sums);  // P . V of t - 1
         SoftmaxExponents(s, pr, scale, m, neg_m, l, factor);
         if constexpr (kIssueNext) {
           const uint32_t next_k = __shfl_sync(0xffffffffu, next.index * kStageUnits, 0);
-          land(next, t + 1, false, true);
+          land(next, t + 1, k_early, true);
           // pr is complete before S overwrites s: otherwise the compiler
           // may sink some of the FFMAs below the issue, which keeps s's old
           // values alive beside the product in flight (copies of s, which
@@ -627,10 +646,12 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
         release(0, stage.index);
         WgmmaWait<0>();
         FenceRegs(o);
+        sums.Fence();
         FenceRegs(s);
         if (t > 0) release(1, prev.index);
-        RescaleAndPackP<T>(o, factor, pr, pa);
-        AddRowSums(pr, l);  // after the pack: the form measured and tested (PERF_NOTES session 28)
+        RescaleAndPackP<T>(o, factor, pr, pa, sums);
+        // After the pack: the form measured and tested (PERF_NOTES session 28).
+        if constexpr (!Sums::kOn) AddRowSums(pr, l);
         prev = stage;
         stage = next;
       };
@@ -667,9 +688,10 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
     }
     if (pp && group == 0) NamedBarrierSync(2, kTmaConsumerThreads);  // warpgroup 1's last turn
     if (tiles.count > 0) {  // P . V of the last tile
-      if (group_active) LastTileProduct<T>(o, pa, v_desc0, prev.index * kStageUnits);
+      if (group_active) LastTileProduct<T>(o, pa, v_desc0, prev.index * kStageUnits, sums);
       release(1, prev.index);
     }
+    sums.AddTo(l, tq);
     StoreRowPartialsAt<D, TmaPartial<T, D, kProducerRegs == kTmaLeanProducer>>(
         p, slot, head, valid, m, l, tq, [&](int j, int k) { return o[j * 4 + k]; });
     ItemTraceEnd(p, ct == 0, i == begin, it.row_count, tiles.count, group_active);
@@ -768,6 +790,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
     FenceMbarrierInit();
   }
+  if constexpr (kTmaTensorRowSums<D>) TensorRowSums::FillOnes<T>(L::Ones(smem), threadIdx.x);
   __syncthreads();
   if (threadIdx.x < 128) {
     ShrinkRegisters<kProducerRegs>();

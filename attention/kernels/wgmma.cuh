@@ -1,7 +1,7 @@
 // Thin wrappers over the Hopper (sm_90a) warpgroup PTX the wgmma tree tile
 // uses: shared-memory matrix descriptors, wgmma.mma_async with A from
-// registers (m64n64k16 and m64n128k16, fp32 accumulators, bf16 / fp16
-// operands), its fence / commit / wait, and the generic -> async proxy fence.
+// registers (m64n64k16, m64n128k16 and m64n8k16, fp32 accumulators, bf16 /
+// fp16 operands), its fence / commit / wait, and the generic -> async proxy fence.
 // Every function here compiles to nothing outside an sm_90a pass
 // (BANYAN_WGMMA_ENABLED); callers guard their use with the same macro.
 //
@@ -37,15 +37,21 @@
 
 namespace banyan::attention::kernels {
 
-// Descriptor of a 128-byte-swizzled operand starting at `smem` (shared
-// address space). lbo / sbo in bytes (multiples of 16).
-__device__ __forceinline__ uint64_t SmemDescriptor(const void* smem, uint32_t lbo, uint32_t sbo) {
+// Descriptor of an unswizzled K-major operand starting at `smem` (shared
+// address space): core matrices (8 rows x 16 bytes, 128 contiguous bytes)
+// `lbo` bytes apart along K and `sbo` apart along M / N (multiples of 16).
+__device__ __forceinline__ uint64_t PlainSmemDescriptor(const void* smem, uint32_t lbo, uint32_t sbo) {
   const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   uint64_t desc = (addr & 0x3FFFFu) >> 4;
   desc |= uint64_t{(lbo >> 4) & 0x3FFFu} << 16;
   desc |= uint64_t{(sbo >> 4) & 0x3FFFu} << 32;
-  desc |= uint64_t{1} << 62;  // 128-byte swizzle
-  return desc;
+  return desc;  // layout type 0: no swizzle
+}
+
+// Descriptor of a 128-byte-swizzled operand starting at `smem` (shared
+// address space). lbo / sbo in bytes (multiples of 16).
+__device__ __forceinline__ uint64_t SmemDescriptor(const void* smem, uint32_t lbo, uint32_t sbo) {
+  return PlainSmemDescriptor(smem, lbo, sbo) | uint64_t{1} << 62;  // 128-byte swizzle
 }
 
 // desc with `units` (16-byte units) added to its start address: a 32-bit add
@@ -149,6 +155,27 @@ __device__ __forceinline__ void WgmmaN128(float (&d)[64], const uint32_t (&a)[4]
         : BANYAN_F64(d)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d), "n"(kTransB));
   }
+#endif
+}
+
+// d[64 x 8] (+)= a[64 x 16] . B, B from `desc` (16 x 8 as K x N, K-major).
+// TensorRowSums (wgmma_tile.cuh) runs it against a block of ones.
+template <typename T>
+__device__ __forceinline__ void WgmmaN8(float (&d)[4], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+#ifdef BANYAN_WGMMA_ENABLED
+#define BANYAN_WGMMA_N8(type)                                     \
+  asm volatile(                                                   \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"                 \
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32." type "." type  \
+      " {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])            \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d))
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    BANYAN_WGMMA_N8("bf16");
+  } else {
+    BANYAN_WGMMA_N8("f16");
+  }
+#undef BANYAN_WGMMA_N8
 #endif
 }
 

@@ -9,6 +9,7 @@
 #include <math_constants.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "attention/kernels/mma.cuh"
 #include "attention/kernels/state.cuh"
@@ -36,22 +37,85 @@ __device__ __forceinline__ void ScoreProducts(float (&s)[32], const uint32_t (&q
   }
   WgmmaCommit();
 }
-template <typename T, int kORegs>
+
+// Where a tile's probability row sums are added up. NoTensorSums: on the
+// CUDA cores, into the caller's l (AddRowSums, in the softmax).
+struct NoTensorSums {
+  static constexpr bool kOn = false;
+  NoTensorSums() = default;
+  __device__ __forceinline__ explicit NoTensorSums(const void*) {}
+  template <typename T>
+  __device__ __forceinline__ void Issue(const uint32_t (&)[4][4]) {}
+  __device__ __forceinline__ void Fence() {}
+  __device__ __forceinline__ void Scale(const float (&)[2]) {}
+  __device__ __forceinline__ void AddTo(float (&)[2], int) const {}
+};
+
+// TensorRowSums: on the tensor cores, as P . 1 in P . V's commit group (four
+// m64n8k16 wgmmas against a 16 x 8 block of ones in shared memory, FillOnes)
+// into acc, which the caller rescales with o: the 32 FADDs per thread and
+// tile leave the softmax. The sums are of P as packed (16-bit): the weights
+// P . V multiplies V by. acc holds the m64n8 D layout (acc[0..1] row g,
+// acc[2..3] row g + 8), every column the row's whole sum.
+struct TensorRowSums {
+  static constexpr bool kOn = true;
+  static constexpr int kOnesBytes = 256;  // two core matrices (k 0..7, 8..15) of 8 rows x 16 bytes
+  float acc[4];
+  uint64_t ones;  // OnesDescriptor
+
+  __device__ __forceinline__ explicit TensorRowSums(const void* ones_smem) : acc{}, ones(OnesDescriptor(ones_smem)) {}
+  // The ones for `ones_smem` (kOnesBytes, 16-byte aligned), written by
+  // threads 0..63 of the caller; each writer then fences the async proxy, and
+  // a barrier orders the block before any wgmma reads it.
+  template <typename T>
+  __device__ __forceinline__ static void FillOnes(void* ones_smem, int thread) {
+    static_assert(kOnesBytes == 64 * 4);
+    const uint32_t one = std::is_same_v<T, __nv_bfloat16> ? 0x3F803F80u : 0x3C003C00u;
+    if (thread < 64) {
+      reinterpret_cast<uint32_t*>(ones_smem)[thread] = one;
+      FenceProxyAsync();
+    }
+  }
+  __device__ __forceinline__ static uint64_t OnesDescriptor(const void* ones_smem) {
+    return PlainSmemDescriptor(ones_smem, 128, 128);  // either stride stays inside the block
+  }
+  template <typename T>
+  __device__ __forceinline__ void Issue(const uint32_t (&pa)[4][4]) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) WgmmaN8<T>(acc, pa[kk], ones, 1);
+  }
+  __device__ __forceinline__ void Fence() { FenceRegs(acc); }
+  __device__ __forceinline__ void Scale(const float (&factor)[2]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[i] *= factor[i / 2];
+  }
+  // Into l, which StoreRowPartialsAt sums over the row's 4 threads: the row's
+  // sum once, from the thread with tq == 0.
+  __device__ __forceinline__ void AddTo(float (&l)[2], int tq) const {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) l[r] += tq == 0 ? acc[r * 2] : 0.0f;
+  }
+};
+
+template <typename T, int kORegs, typename Sums>
 __device__ __forceinline__ void ValueProducts(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
-                                              uint32_t v_units) {
+                                              uint32_t v_units, Sums& sums) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) Wgmma<T, 1>(o, pa[kk], DescriptorPlus(v_desc0, v_units + kk * 128), 1);
+  sums.template Issue<T>(pa);
   WgmmaCommit();
 }
 
-// S of this tile, then P . V of the previous one: two commit groups, S first.
-template <typename T, int kKSteps, int kORegs>
+// S of this tile, then P . V of the previous one (with sums' P . 1): two
+// commit groups, S first.
+template <typename T, int kKSteps, int kORegs, typename Sums = NoTensorSums>
 __device__ __forceinline__ void IssueTileProducts(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
                                                   uint32_t k_units, float (&o)[kORegs], const uint32_t (&pa)[4][4],
-                                                  uint64_t v_desc0, uint32_t v_units, int s_scale_d = 0) {
+                                                  uint64_t v_desc0, uint32_t v_units, int s_scale_d = 0,
+                                                  Sums&& sums = Sums{}) {
   WgmmaFence();
   ScoreProducts<T>(s, qf, k_desc0, k_units, s_scale_d);
-  ValueProducts<T>(o, pa, v_desc0, v_units);
+  ValueProducts<T>(o, pa, v_desc0, v_units, sums);
 }
 
 // The two halves of IssueTileProducts on their own, for a loop that issues
@@ -63,21 +127,23 @@ __device__ __forceinline__ void IssueScores(float (&s)[32], const uint32_t (&qf)
   WgmmaFence();
   ScoreProducts<T>(s, qf, k_desc0, k_units, 0);
 }
-template <typename T, int kORegs>
+template <typename T, int kORegs, typename Sums = NoTensorSums>
 __device__ __forceinline__ void IssueValues(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
-                                            uint32_t v_units) {
+                                            uint32_t v_units, Sums&& sums = Sums{}) {
   WgmmaFence();
-  ValueProducts<T>(o, pa, v_desc0, v_units);
+  ValueProducts<T>(o, pa, v_desc0, v_units, sums);
 }
 
 // P . V of an item's last tile (nothing else in flight), retired on return.
-template <typename T, int kORegs>
+template <typename T, int kORegs, typename Sums = NoTensorSums>
 __device__ __forceinline__ void LastTileProduct(float (&o)[kORegs], const uint32_t (&pa)[4][4], uint64_t v_desc0,
-                                                uint32_t v_units) {
+                                                uint32_t v_units, Sums&& sums = Sums{}) {
   FenceRegs(o);
-  IssueValues<T>(o, pa, v_desc0, v_units);
+  sums.Fence();
+  IssueValues<T>(o, pa, v_desc0, v_units, sums);
   WgmmaWait<0>();
   FenceRegs(o);
+  sums.Fence();
 }
 
 // 2^x with one MUFU op (flushes denormal results to 0; 2^-inf = 0). For
@@ -174,6 +240,7 @@ __device__ __forceinline__ void AddRowSums(const float (&pr)[32], float (&l)[2])
 // the row's accumulator must be multiplied by (1 when its max did not move).
 // scale: softmax scale * log2(e) (> 0). SoftmaxTile64To writes the
 // probabilities into pr instead (pr may be s).
+template <bool kAddSums = true>
 __device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32], int32_t tok0, bool mask,
                                                 int32_t kv_begin, const int32_t (&limit)[2], int tq, float scale,
                                                 float (&m)[2], float (&neg_m)[2], float (&l)[2],
@@ -188,13 +255,16 @@ __device__ __forceinline__ void SoftmaxTile64To(float (&s)[32], float (&pr)[32],
   MoveRowMax(s, scale, m, l, factor, neg_m);
 #pragma unroll
   for (int i = 0; i < 32; ++i) pr[i] = FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
-  AddRowSums(pr, l);
+  if constexpr (kAddSums) AddRowSums(pr, l);
 }
 
+// kAddSums: false when the row sums come from the tensor cores
+// (TensorRowSums).
+template <bool kAddSums = true>
 __device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool mask, int32_t kv_begin,
                                               const int32_t (&limit)[2], int tq, float scale, float (&m)[2],
                                               float (&neg_m)[2], float (&l)[2], float (&factor)[2]) {
-  SoftmaxTile64To(s, s, tok0, mask, kv_begin, limit, tq, scale, m, neg_m, l, factor);
+  SoftmaxTile64To<kAddSums>(s, s, tok0, mask, kv_begin, limit, tq, scale, m, neg_m, l, factor);
 }
 
 // o (the 64 x D accumulator, D layout) times each row's factor.
@@ -220,11 +290,15 @@ __device__ __forceinline__ void PackP(const float (&pr)[32], uint32_t (&pa)[4][4
   }
 }
 
-// MultiplyRows, skipped when neither row's max moved; then PackP from s.
-template <typename T, int kRegs>
+// MultiplyRows (and the tensor row sums' rescale), skipped when neither
+// row's max moved; then PackP from s.
+template <typename T, int kRegs, typename Sums = NoTensorSums>
 __device__ __forceinline__ void RescaleAndPackP(float (&o)[kRegs], const float (&factor)[2], const float (&s)[32],
-                                                uint32_t (&pa)[4][4]) {
-  if (factor[0] != 1.0f || factor[1] != 1.0f) MultiplyRows(o, factor);
+                                                uint32_t (&pa)[4][4], Sums&& sums = Sums{}) {
+  if (factor[0] != 1.0f || factor[1] != 1.0f) {
+    MultiplyRows(o, factor);
+    sums.Scale(factor);
+  }
   PackP<T>(s, pa);
 }
 
