@@ -14,6 +14,8 @@
 #   and runs /tmp/b/A/bin/<binary> and /tmp/b/B/bin/<binary> alternately.
 #
 # The whole bundle (every GPU test and benchmark, ~45 MB unpacked) is scripts/bundle.sh's job.
+# Before spending device time on a kernel change, scripts/sass_report.py compares the two builds' SASS and
+# lists the tile loops' lengths and spills.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 NAME [target ...]" >&2; exit 2; }
