@@ -38,6 +38,19 @@ __device__ __forceinline__ void ScoreProducts(float (&s)[32], const uint32_t (&q
   WgmmaCommit();
 }
 
+// o (a 64-row accumulator in the D layout: P . V's, or TensorRowSums') times
+// each row's factor.
+template <int kRegs>
+__device__ __forceinline__ void MultiplyRows(float (&o)[kRegs], const float (&factor)[2]) {
+#pragma unroll
+  for (int i = 0; i < kRegs / 4; ++i) {
+    o[i * 4 + 0] *= factor[0];
+    o[i * 4 + 1] *= factor[0];
+    o[i * 4 + 2] *= factor[1];
+    o[i * 4 + 3] *= factor[1];
+  }
+}
+
 // Where a tile's probability row sums are added up. NoTensorSums: on the
 // CUDA cores, into the caller's l (AddRowSums, in the softmax).
 struct NoTensorSums {
@@ -85,10 +98,7 @@ struct TensorRowSums {
     for (int kk = 0; kk < 4; ++kk) WgmmaN8<T>(acc, pa[kk], ones, 1);
   }
   __device__ __forceinline__ void Fence() { FenceRegs(acc); }
-  __device__ __forceinline__ void Scale(const float (&factor)[2]) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[i] *= factor[i / 2];
-  }
+  __device__ __forceinline__ void Scale(const float (&factor)[2]) { MultiplyRows(acc, factor); }
   // Into l, which StoreRowPartialsAt sums over the row's 4 threads: the row's
   // sum once, from the thread with tq == 0.
   __device__ __forceinline__ void AddTo(float (&l)[2], int tq) const {
@@ -265,18 +275,6 @@ __device__ __forceinline__ void SoftmaxTile64(float (&s)[32], int32_t tok0, bool
                                               const int32_t (&limit)[2], int tq, float scale, float (&m)[2],
                                               float (&neg_m)[2], float (&l)[2], float (&factor)[2]) {
   SoftmaxTile64To<kAddSums>(s, s, tok0, mask, kv_begin, limit, tq, scale, m, neg_m, l, factor);
-}
-
-// o (the 64 x D accumulator, D layout) times each row's factor.
-template <int kRegs>
-__device__ __forceinline__ void MultiplyRows(float (&o)[kRegs], const float (&factor)[2]) {
-#pragma unroll
-  for (int i = 0; i < kRegs / 4; ++i) {
-    o[i * 4 + 0] *= factor[0];
-    o[i * 4 + 1] *= factor[0];
-    o[i * 4 + 2] *= factor[1];
-    o[i * 4 + 3] *= factor[1];
-  }
 }
 
 // P (16-bit, the A layout of P . V's four k-steps) from the probabilities pr.
