@@ -564,7 +564,7 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
           k_units = __shfl_sync(0xffffffffu, stage.index * kStageUnits, 0);
           v_units = __shfl_sync(0xffffffffu, prev.index * kStageUnits, 0);
         }
-        IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units, 0, sums);
+        IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units, sums);
         if (pp) NamedBarrierArrive(3 - group, kTmaConsumerThreads);  // the other warpgroup's turn
         RingSlot<kTmaStages<D>> next = stage;
         next.Advance();

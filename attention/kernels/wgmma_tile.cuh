@@ -117,12 +117,12 @@ __device__ __forceinline__ void ValueProducts(float (&o)[kORegs], const uint32_t
 }
 
 // S of this tile, then P . V of the previous one (with sums' P . 1): two
-// commit groups, S first.
+// commit groups, S first. s_scale_d: ScoreProducts'.
 template <typename T, int kKSteps, int kORegs, typename Sums = NoTensorSums>
 __device__ __forceinline__ void IssueTileProducts(float (&s)[32], const uint32_t (&qf)[kKSteps][4], uint64_t k_desc0,
                                                   uint32_t k_units, float (&o)[kORegs], const uint32_t (&pa)[4][4],
-                                                  uint64_t v_desc0, uint32_t v_units, int s_scale_d = 0,
-                                                  Sums&& sums = Sums{}) {
+                                                  uint64_t v_desc0, uint32_t v_units, Sums&& sums = Sums{},
+                                                  int s_scale_d = 0) {
   WgmmaFence();
   ScoreProducts<T>(s, qf, k_desc0, k_units, s_scale_d);
   ValueProducts<T>(o, pa, v_desc0, v_units, sums);

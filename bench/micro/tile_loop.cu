@@ -130,6 +130,7 @@ __global__ void __launch_bounds__(kThreadsN, 1) TileLoop(int tiles, int opaque_z
   const uint64_t v_desc0 = k::SmemDescriptor(smem + kTileBytes, 64 * 128, 1024);
   uint32_t qf[kKSteps][4], pa[4][4];
   float o[D / 2], m[2], l[2];
+  float neg_m[2] = {-0.0f, -0.0f};  // -SafeMax(m), moved with m (MoveRowMax)
   InitLoop(lane, qf, o, m, l, pa);
   float s[32];
 #pragma unroll
@@ -145,7 +146,7 @@ __global__ void __launch_bounds__(kThreadsN, 1) TileLoop(int tiles, int opaque_z
       float pr[32], factor[2];
 #pragma unroll
       for (int j = 0; j < 32; ++j) s[j] += pr[j % 4] * 0.5f + static_cast<float>(pa[j / 8][j % 4] & 0xff);
-      k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+      k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, neg_m, l, factor);
       k::PackP<T>(pr, pa);
       continue;
     }
@@ -153,20 +154,20 @@ __global__ void __launch_bounds__(kThreadsN, 1) TileLoop(int tiles, int opaque_z
       float factor[2], pr[32];
 #pragma unroll
       for (int j = 0; j < 32; ++j) s[j] = fmaf(s[j], 0.5f, l[(j % 4) / 2]);
-      k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+      k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, neg_m, l, factor);
       k::PackP<T>(pr, pa);
       continue;
     }
     if constexpr (kMode == 18 || kMode == 20) {  // tree_tma.cuh's order: both products retired, then the softmax
       if constexpr (kMode == 20) k::NamedBarrierSync(1, 256);  // both warpgroups start every tile together
       const long long c0 = clock64();
-      k::IssueTileProducts<T>(s, qf, k_desc0, cur, o, pa, v_desc0, prev, 0);
+      k::IssueTileProducts<T>(s, qf, k_desc0, cur, o, pa, v_desc0, prev);
       k::WgmmaWait<0>();
       k::FenceRegs(s);
       k::FenceRegs(o);
       const long long c1 = clock64();
       float factor[2];
-      k::SoftmaxTile64(s, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+      k::SoftmaxTile64(s, 0, false, 0, {0, 0}, lane % 4, scale, m, neg_m, l, factor);
       k::RescaleAndPackP<T>(o, factor, s, pa);
       if (blockIdx.x == 0 && threadIdx.x % 128 == 0) {
         g_phase[group * 2] += c1 - c0;
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(kThreadsN, 1) TileLoop(int tiles, int opaque_z
       continue;
     }
     if (kPp) k::NamedBarrierSync(2 + group, 256);
-    k::IssueTileProducts<T>(s, qf, k_desc0, cur, o, pa, v_desc0, prev, kLean ? opaque_zero : 0);
+    k::IssueTileProducts<T>(s, qf, k_desc0, cur, o, pa, v_desc0, prev, k::NoTensorSums{}, kLean ? opaque_zero : 0);
     if (kPp) k::NamedBarrierArrive(3 - group, 256);
     if constexpr (kMode == 1) {
       k::WgmmaWait<0>();
@@ -186,14 +187,14 @@ __global__ void __launch_bounds__(kThreadsN, 1) TileLoop(int tiles, int opaque_z
       k::WgmmaWait<1>();
       k::FenceRegs(s);
       float pr[32], factor[2];
-      k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+      k::SoftmaxTile64To(s, pr, 0, false, 0, {0, 0}, lane % 4, scale, m, neg_m, l, factor);
       RetireAndRescale(o, factor);
       k::PackP<T>(pr, pa);
     } else {
       k::WgmmaWait<1>();
       k::FenceRegs(s);
       float factor[2];
-      k::SoftmaxTile64(s, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+      k::SoftmaxTile64(s, 0, false, 0, {0, 0}, lane % 4, scale, m, neg_m, l, factor);
       k::WgmmaWait<0>();
       k::FenceRegs(o);
       k::RescaleAndPackP<T>(o, factor, s, pa);
@@ -297,6 +298,7 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
   const uint64_t v_desc0 = k::SmemDescriptor(smem + kTileBytes, 64 * 128, 1024);
   uint32_t qf[kKSteps][4], pa[4][4];
   float o[D / 2], m[2], l[2];
+  float neg_m[2] = {-0.0f, -0.0f};  // -SafeMax(m), moved with m (MoveRowMax)
   InitLoop(lane, qf, o, m, l, pa);
   constexpr uint32_t kStageUnits = kStageBytes / 16;
   constexpr bool kNoWaits = kMode == 8 || kMode == 12 || kMode == 14;
@@ -308,7 +310,7 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
   for (int t = 0; t < tiles; ++t) {
     if (!kNoWaits && kMode != 9 && !landed) k::MbarrierWait(full + st, kMode == 10 ? 0u : phase);
     float s[32];
-    k::IssueTileProducts<T>(s, qf, k_desc0, st * kStageUnits, o, pa, v_desc0, prev * kStageUnits, 0);
+    k::IssueTileProducts<T>(s, qf, k_desc0, st * kStageUnits, o, pa, v_desc0, prev * kStageUnits);
     if (kMode == 15) {
       const bool wrap = st + 1 == stages;
       landed = MbarrierTestWait(full + (wrap ? 0 : st + 1), wrap ? phase ^ 1u : phase);
@@ -321,7 +323,7 @@ __global__ void __launch_bounds__(384, 1) FedLoop(int tiles, const char* source,
       if (lane == 0) k::MbarrierArrive(empty + prev);
     }
     float factor[2];
-    k::SoftmaxTile64(s, 0, false, 0, {0, 0}, lane % 4, scale, m, l, factor);
+    k::SoftmaxTile64(s, 0, false, 0, {0, 0}, lane % 4, scale, m, neg_m, l, factor);
     if (kMode == 11 && t > 0) {
       __syncwarp();
       if (lane == 0) k::MbarrierArrive(empty + prev);
