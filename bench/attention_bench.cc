@@ -22,7 +22,7 @@
 //            tensor-core tiles per sequence (FlashInfer-style GQA decode)
 //   flat     PathChoice::kFlattened: FlashDecoding-style split-K on CUDA cores
 // Time: cudaEvents around Run (persistent kernel + merge kernel), L2 flushed
-// (a 256 MiB memset) before every timed run, median of the iterations. Floor =
+// (a 256 MiB memset, BANYAN_BENCH_FLUSH) before every timed run, median of the iterations. Floor =
 // max(unique bytes / 2.99 TB/s, FLOPs / 685 TFLOP/s), the ceilings measured
 // on the H100 (bench/RESULTS.md "Device ceilings").
 //
@@ -55,6 +55,12 @@
 //            cost model's count, the default) (TreeAttention::set_light_ctas)
 //   BANYAN_BENCH_STREAM_K=off|auto|always        stream-K placement of plans it can take
 //            (TreeAttention::set_stream_k; default auto)
+//   BANYAN_BENCH_FLUSH=write|read|none           how the L2 is emptied before each timed Run:
+//            a 256 MiB memset (default; leaves the L2 full of dirty lines, which the
+//            Run's misses write back first), a read of 256 MiB (clean lines: the
+//            state a decode step's weight reads leave), or not at all
+//   BANYAN_BENCH_ENGINE_SUFFIXES=1,32,96         more engine rows (h32/8 D64 L256 P2048) at
+//            these suffix lengths, after the default ones
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -64,8 +70,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "attention/testing/device_fill.h"
+#include "attention/testing/l2_flush.h"
 #include "attention/testing/random_plan.h"
 #include "attention/tree_attention.h"
 #include "bench/bench_median.h"
@@ -261,6 +270,17 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   }
   BENCH_OK((*runner)->Prepare(args, v.path, stream->get()));
   for (int i = 0; i < 3; ++i) BENCH_OK((*runner)->Run(args, stream->get()));
+  // Before every timed Run: the L2 emptied of the Run before (BANYAN_BENCH_FLUSH).
+  const char* flush_env = std::getenv("BANYAN_BENCH_FLUSH");
+  const std::string_view flush_mode = flush_env != nullptr ? flush_env : "write";
+  if (flush_mode == "read") {  // lines of random values, not of one byte repeated
+    BENCH_OK(testing::FillUniformDevice(flush->data(), DType::kBf16, flush->size() / 2, 3, stream->get()));
+  }
+  auto flush_l2 = [&](int value) -> absl::Status {
+    if (flush_mode == "none") return absl::OkStatus();
+    if (flush_mode == "read") return testing::ReadThroughDevice(flush->data(), flush->size(), stream->get());
+    return BANYAN_CUDA_STATUS(cudaMemsetAsync(flush->data(), value, flush->size(), stream->get()));
+  };
   auto start = gpu::Event::Create();
   auto stop = gpu::Event::Create();
   auto timer = bench::EventTimer::Create();
@@ -269,8 +289,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   BENCH_OK(timer.status());
   std::vector<double> times;
   for (auto _ : state) {
-    BENCH_OK(BANYAN_CUDA_STATUS(cudaMemsetAsync(flush->data(), static_cast<int>(times.size() & 0xff), flush->size(),
-                                                stream->get())));
+    BENCH_OK(flush_l2(static_cast<int>(times.size() & 0xff)));
     auto us = timer->TimeUs(stream->get(), [&] { return (*runner)->Run(args, stream->get()); });
     BENCH_OK(us.status());
     state.SetIterationTime(*us / 1e6);
@@ -291,7 +310,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
     std::vector<TraceRow> runs;
     for (int rep = 0; rep < 5; ++rep) {
       BENCH_OK(tbuf->Fill(0, stream->get()));
-      BENCH_OK(BANYAN_CUDA_STATUS(cudaMemsetAsync(flush->data(), rep, flush->size(), stream->get())));
+      BENCH_OK(flush_l2(rep));
       BENCH_OK(start->Record(stream->get()));
       BENCH_OK((*runner)->Run(args, stream->get()));
       BENCH_OK(stop->Record(stream->get()));
@@ -402,6 +421,15 @@ std::vector<Shape> Shapes() {
   shapes.push_back({"h32/8 D64 L256 P2048 S8 (engine)", 32, 8, {1, 256}, {2048, 8}, 64});
   shapes.push_back({"h32/8 D64 L256 P2048 S120 (engine)", 32, 8, {1, 256}, {2048, 120}, 64});
   shapes.push_back({"h32/8 D64 L1024 P16384 S64 (engine)", 32, 8, {1, 1024}, {16384, 64}, 64});
+  // More points of the engine's suffix range (BANYAN_BENCH_ENGINE_SUFFIXES, e.g. "1,16,32,96,128").
+  if (const char* more = std::getenv("BANYAN_BENCH_ENGINE_SUFFIXES"); more != nullptr) {
+    for (absl::string_view s : absl::StrSplit(more, ',', absl::SkipEmpty())) {
+      int32_t suffix = 0;
+      if (!absl::SimpleAtoi(s, &suffix) || suffix < 1) continue;
+      shapes.push_back(
+          {absl::StrFormat("h32/8 D64 L256 P2048 S%d (engine)", suffix), 32, 8, {1, 256}, {2048, suffix}, 64});
+    }
+  }
   // Latency probe (not an issue shape): one query row, two 64-token segments, i.e. two one-tile
   // items and the merge: what a launch costs before any real work.
   shapes.push_back({"h8/1 probe 1x(64+64)", 8, 1, {1, 1}, {64, 64}});

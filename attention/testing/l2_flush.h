@@ -1,0 +1,27 @@
+// Cache state for GPU benchmarks: a kernel that only reads a large buffer, so
+// that what the L2 holds afterwards is that buffer's lines, all clean. A
+// memset of the same buffer also evicts everything, but leaves the L2 full of
+// dirty lines that the next kernel's misses must write back to HBM first: a
+// state no kernel of a decode step sees (weights are read, not written), and
+// one that halves the read bandwidth of a memory-bound kernel timed after it.
+// CUDA builds only.
+#ifndef BANYAN_ATTENTION_TESTING_L2_FLUSH_H_
+#define BANYAN_ATTENTION_TESTING_L2_FLUSH_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+
+namespace banyan::attention::testing {
+
+// Reads `bytes` (a multiple of 16) at device pointer `data`, 16 bytes per
+// load, and writes nothing the caller can see (one word of a scratch buffer
+// the first call allocates, only if the data XOR to an impossible value).
+// Asynchronous on `stream`. Not thread-safe (the scratch word is shared).
+[[nodiscard]] absl::Status ReadThroughDevice(const void* data, size_t bytes, cudaStream_t stream);
+
+}  // namespace banyan::attention::testing
+
+#endif  // BANYAN_ATTENTION_TESTING_L2_FLUSH_H_
