@@ -3,7 +3,8 @@
 // memset of the same buffer also evicts everything, but leaves the L2 full of
 // dirty lines that the next kernel's misses must write back to HBM first: a
 // state no kernel of a decode step sees (weights are read, not written), and
-// one that halves the read bandwidth of a memory-bound kernel timed after it.
+// one whose write-backs slow a memory-bound kernel timed after it (H100: the
+// D 64 engine rows past suffix 64 ~10%, bench/RESULTS.md attention session 34).
 // CUDA builds only.
 #ifndef BANYAN_ATTENTION_TESTING_L2_FLUSH_H_
 #define BANYAN_ATTENTION_TESTING_L2_FLUSH_H_
@@ -18,7 +19,8 @@ namespace banyan::attention::testing {
 
 // Reads `bytes` (a multiple of 16) at device pointer `data`, 16 bytes per
 // load, and writes nothing the caller can see (one word of a scratch buffer
-// the first call allocates, only if the data XOR to an impossible value).
+// the first call allocates, and only when a thread's XOR of its data equals
+// one arbitrary constant).
 // Asynchronous on `stream`. Not thread-safe (the scratch word is shared).
 [[nodiscard]] absl::Status ReadThroughDevice(const void* data, size_t bytes, cudaStream_t stream);
 
