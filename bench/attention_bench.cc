@@ -417,17 +417,19 @@ std::vector<Shape> Shapes() {
   // The engine's decode step (bench/engine_bench.cc's model: 32/8 heads of 64), not an issue shape:
   // 256 branches over 2K (suffixes there grow from 1 to 128 tokens: S8 and S120 are the
   // two ends, S64 the middle), 1,024 over 16K.
-  shapes.push_back({"h32/8 D64 L256 P2048 S64 (engine)", 32, 8, {1, 256}, {2048, 64}, 64});
-  shapes.push_back({"h32/8 D64 L256 P2048 S8 (engine)", 32, 8, {1, 256}, {2048, 8}, 64});
-  shapes.push_back({"h32/8 D64 L256 P2048 S120 (engine)", 32, 8, {1, 256}, {2048, 120}, 64});
-  shapes.push_back({"h32/8 D64 L1024 P16384 S64 (engine)", 32, 8, {1, 1024}, {16384, 64}, 64});
+  auto engine_row = [&shapes](int32_t leaves, int32_t prefix, int32_t suffix) {
+    shapes.push_back({absl::StrFormat("h32/8 D64 L%d P%d S%d (engine)", leaves, prefix, suffix), 32, 8, {1, leaves},
+                      {prefix, suffix}, 64});
+  };
+  engine_row(256, 2048, 64);
+  engine_row(256, 2048, 8);
+  engine_row(256, 2048, 120);
+  engine_row(1024, 16384, 64);
   // More points of the engine's suffix range (BANYAN_BENCH_ENGINE_SUFFIXES, e.g. "1,16,32,96,128").
   if (const char* more = std::getenv("BANYAN_BENCH_ENGINE_SUFFIXES"); more != nullptr) {
     for (absl::string_view s : absl::StrSplit(more, ',', absl::SkipEmpty())) {
       int32_t suffix = 0;
-      if (!absl::SimpleAtoi(s, &suffix) || suffix < 1) continue;
-      shapes.push_back(
-          {absl::StrFormat("h32/8 D64 L256 P2048 S%d (engine)", suffix), 32, 8, {1, 256}, {2048, suffix}, 64});
+      if (absl::SimpleAtoi(s, &suffix) && suffix >= 1) engine_row(256, 2048, suffix);
     }
   }
   // Latency probe (not an issue shape): one query row, two 64-token segments, i.e. two one-tile

@@ -18,10 +18,8 @@
 namespace banyan::attention::testing {
 
 // Reads `bytes` (a multiple of 16) at device pointer `data`, 16 bytes per
-// load, and writes nothing the caller can see (one word of a scratch buffer
-// the first call allocates, and only when a thread's XOR of its data equals
-// one arbitrary constant).
-// Asynchronous on `stream`. Not thread-safe (the scratch word is shared).
+// load, and writes nothing the caller can see (a word of its own, when the
+// data happen to XOR to one constant). Asynchronous on `stream`; thread-safe.
 [[nodiscard]] absl::Status ReadThroughDevice(const void* data, size_t bytes, cudaStream_t stream);
 
 }  // namespace banyan::attention::testing
