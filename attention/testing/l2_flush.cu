@@ -1,6 +1,7 @@
+#include "attention/testing/l2_flush.h"
+
 #include <cstdint>
 
-#include "attention/testing/l2_flush.h"
 #include "sdk/gpu/cuda_status.h"
 
 namespace banyan::attention::testing {
