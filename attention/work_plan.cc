@@ -188,16 +188,15 @@ std::vector<ChunkChoice> DominantChunkChoices(int32_t length, const DeviceModel&
 // (*chunks 0: the planner's own) tiles and items spread evenly.
 // `choices`: DominantChunkChoices of the dominant segment.
 double HeavySideUs(const LightLoad& load, const DeviceModel& device, const std::vector<ChunkChoice>& choices,
-                   double item_gap_us, int32_t heavy_ctas, int32_t* chunks) {
+                   double tile_us, double item_gap_us, int32_t heavy_ctas, int32_t* chunks) {
   *chunks = 0;
-  const double spread =
-      (load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us) / heavy_ctas;
+  const double spread = (load.heavy_tiles * tile_us + load.heavy_items * device.item_overhead_us) / heavy_ctas;
   if (load.dominant < 0 || load.dominant_tiles < 0.9 * load.heavy_tiles || choices.empty()) return spread;
-  const double rest = (load.heavy_tiles - load.dominant_tiles) * device.tma_tile_us / heavy_ctas;
+  const double rest = (load.heavy_tiles - load.dominant_tiles) * tile_us / heavy_ctas;
   double best = std::numeric_limits<double>::infinity();
   for (const ChunkChoice& c : choices) {
     const double per_cta = std::ceil(load.dominant_blocks * c.chunks / heavy_ctas);
-    const double us = per_cta * (c.tiles * device.tma_tile_us + item_gap_us) + rest;
+    const double us = per_cta * (c.tiles * tile_us + item_gap_us) + rest;
     if (us < best) {
       best = us;
       *chunks = c.chunks;
@@ -207,19 +206,27 @@ double HeavySideUs(const LightLoad& load, const DeviceModel& device, const std::
 }
 
 // The light split's rates at a head dim (DeviceModel): light warps per CTA,
-// a light warp's KV read rate, a heavy CTA's gap between items, what a light
+// a light warp's KV read rate, a heavy tile, a heavy CTA's cost per item, what a light
 // item costs a CTA that runs it among heavy items, and the cap on all light
 // reads together (none at kLightHeadDim, whose rates were fitted without it).
 struct LightRates {
-  double warps, warp_bytes_per_us, item_gap_us, mixed_item_us, hbm_bytes_per_us;
+  double warps, warp_bytes_per_us, tile_us, item_gap_us, mixed_item_us, hbm_bytes_per_us;
 };
 LightRates LightRatesFor(const DeviceModel& d, int32_t head_dim) {
   if (head_dim == kLightHeadDim) {
-    return {kLightCtaWarps, d.light_warp_bytes_per_us, d.tma_item_gap_us, d.tma_light_item_us,
-            std::numeric_limits<double>::infinity()};
+    return {
+        kLightCtaWarps,    d.light_warp_bytes_per_us, d.tma_tile_us,
+        d.tma_item_gap_us, d.tma_light_item_us,       std::numeric_limits<double>::infinity(),
+    };
   }
-  return {static_cast<double>(LightCtaWarps(head_dim)), d.light_warp_d128_bytes_per_us, d.tma_item_gap_d128_us,
-          d.tma_light_item_d128_us, d.light_hbm_bytes_per_us};
+  return {
+      static_cast<double>(LightCtaWarps(head_dim)),
+      d.light_warp_d128_bytes_per_us,
+      d.tma_tile_d128_us,
+      d.tma_item_gap_d128_us,
+      d.tma_light_item_d128_us,
+      d.light_hbm_bytes_per_us,
+  };
 }
 
 // How many of `ctas` CTAs take the light items (WorkShape::light_ctas): the
@@ -241,7 +248,7 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
   const LightRates rates = LightRatesFor(device, shape.head_dim);
   if (shape.light_ctas > 0) {
     const int32_t k = std::min(shape.light_ctas, ctas - 1);
-    HeavySideUs(load, device, choices, rates.item_gap_us, ctas - k, dominant_chunks);
+    HeavySideUs(load, device, choices, rates.tile_us, rates.item_gap_us, ctas - k, dominant_chunks);
     return k;
   }
   // At head dim 128 only for light items of one KV tile each (suffixes of at
@@ -250,7 +257,7 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
   // RESULTS session 26), while the unsplit kernel overlaps their reads with
   // its tensor-core work better than this model counts.
   if (shape.head_dim != kLightHeadDim && load.light_tiles > load.light_items) return 0;
-  const double heavy = load.heavy_tiles * device.tma_tile_us + load.heavy_items * device.item_overhead_us;
+  const double heavy = load.heavy_tiles * rates.tile_us + load.heavy_items * device.item_overhead_us;
   const double all_light = load.light_bytes / rates.hbm_bytes_per_us;  // on any number of CTAs
   const double unsplit =
       heavy / ctas + std::max(load.light_tiles * rates.mixed_item_us / ctas, all_light) + device.tma_start_us;
@@ -264,8 +271,9 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
     const double light_us =
         std::max({load.light_bytes / (warps * rates.warp_bytes_per_us), load.light_chains / warps, all_light});
     int32_t chunks = 0;
-    const double us = std::max(HeavySideUs(load, device, choices, rates.item_gap_us, ctas - k, &chunks), light_us) +
-                      device.tma_start_us;
+    const double us =
+        std::max(HeavySideUs(load, device, choices, rates.tile_us, rates.item_gap_us, ctas - k, &chunks), light_us) +
+        device.tma_start_us;
     if (us < best_us * 0.99 || (us <= best_us * 1.01 && best > 0 && light_us < best_light)) {
       best_us = std::min(us, best_us);
       best_light = light_us;

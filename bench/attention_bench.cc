@@ -59,8 +59,8 @@
 //            a 256 MiB memset (default; leaves the L2 full of dirty lines, which the
 //            Run's misses write back first), a read of 256 MiB (clean lines: the
 //            state a decode step's weight reads leave), or not at all
-//   BANYAN_BENCH_ENGINE_SUFFIXES=1,32,96         more engine rows (h32/8 D64 L256 P2048) at
-//            these suffix lengths, after the default ones
+//   BANYAN_BENCH_ENGINE_SUFFIXES=1,32,1024x4096x64  more engine rows after the default ones:
+//            h32/8 D64 L256 P2048 at these suffix lengths, or L leaves x P prefix x S suffix
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -425,11 +425,17 @@ std::vector<Shape> Shapes() {
   engine_row(256, 2048, 8);
   engine_row(256, 2048, 120);
   engine_row(1024, 16384, 64);
-  // More points of the engine's suffix range (BANYAN_BENCH_ENGINE_SUFFIXES, e.g. "1,16,32,96,128").
+  // More engine rows (BANYAN_BENCH_ENGINE_SUFFIXES, e.g. "1,16,96" or "1024x4096x64"): a suffix
+  // length alone is 256 leaves over 2K, LxPxS any D 64 two-level tree.
   if (const char* more = std::getenv("BANYAN_BENCH_ENGINE_SUFFIXES"); more != nullptr) {
     for (absl::string_view s : absl::StrSplit(more, ',', absl::SkipEmpty())) {
-      int32_t suffix = 0;
-      if (absl::SimpleAtoi(s, &suffix) && suffix >= 1) engine_row(256, 2048, suffix);
+      const std::vector<absl::string_view> parts = absl::StrSplit(s, 'x');
+      int32_t leaves = 256, prefix = 2048, suffix = 0;
+      const bool ok = parts.size() == 1
+                          ? absl::SimpleAtoi(parts[0], &suffix)
+                          : parts.size() == 3 && absl::SimpleAtoi(parts[0], &leaves) &&
+                                absl::SimpleAtoi(parts[1], &prefix) && absl::SimpleAtoi(parts[2], &suffix);
+      if (ok && leaves >= 1 && prefix >= 1 && suffix >= 1) engine_row(leaves, prefix, suffix);
     }
   }
   // Latency probe (not an issue shape): one query row, two 64-token segments, i.e. two one-tile
