@@ -5,7 +5,8 @@ Two sources write the same words, one line per CTA, "<key>|<cta>|w0|w1|...":
   - attention_bench with BANYAN_BENCH_TRACE=1 BANYAN_BENCH_TRACE_DUMP=<file>: keys "<variant> <shape>" and
     "merge <variant> <shape>"; timer words 0, 2, 3 (merge CTAs 0-2) already relative to the first CTA's start;
   - the engine diag build (bench/experiments/engine_trace_diag_s34.patch): keys "item pass P layer L" and
-    "merge pass P layer L", every word raw; its word 18 is when the CTA's dependency wait returned.
+    "merge pass P layer L", every word raw; its word 18 is when the CTA's dependency wait returned; with
+    heavy_start_trace_s35.patch also words 20-27, the heavy CTAs' start chain (kernels/params.cuh in that patch).
 
   python3 scripts/trace_report.py DUMP [DUMP ...]
 
@@ -56,6 +57,14 @@ def report(key, items, merges):
         line += (f"  first done {median([us(w[2]) for w in group]):6.2f}  end {median([us(w[3]) for w in group]):6.2f}"
                  f" (max {max(us(w[3]) for w in group):6.2f})  {median(clock):.3f} GHz")
         print(line)
+        if raw and len(group[0]) >= 28:  # the start-chain diag (bench/experiments/heavy_start_trace_s35.patch)
+            names = ("range", "barrier", "item", "entries", "window", "tma", "q", "k0")
+            parts = []
+            for word, label in enumerate(names, start=20):
+                stamps = [us(w[word]) for w in group if w[word] > t0]
+                if stamps:
+                    parts.append(f"{label} {median(stamps):.2f}")
+            print("        start chain: " + ", ".join(parts))
         big = [w for w in group if w[10] > 0]
         if name == "heavy" and big:
             print(f"        items {sorted(set(w[10] for w in big))} per CTA, {median([w[13] for w in big])} tiles,"
