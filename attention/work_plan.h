@@ -149,9 +149,10 @@ struct DeviceModel {
   // light_min_gain. tma_tile_us and tma_item_gap_us are head dim 64's, fitted
   // so that the split's choices rank the measured light counts of 22 D 64
   // shapes (H100, session 35: 64-1,024 leaves, prefixes 1K-16K, suffixes
-  // 8-512, counts 0-80 forced); a tile here is the marginal one, cheaper than
-  // a first item's tiles, and an item's own start and end are the larger part
-  // of a short item.
+  // 8-512, counts 0-80 forced; bench/light_split_fit over
+  // bench/light_sweep_h100_s35.txt); a tile here is the marginal one, cheaper
+  // than a first item's tiles, and an item's own start and end are the larger
+  // part of a short item.
   double tma_tile_us = 0.55;
   double tma_light_item_us = 1.2;
   double tma_start_us = 8.0;

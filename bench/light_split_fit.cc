@@ -1,0 +1,192 @@
+// Fits the head dim 64 rates of the light-CTA split (attention/work_plan.h
+// DeviceModel: tma_tile_us, tma_item_gap_us, light_item_us, light_tile_us,
+// light_warp_bytes_per_us) to measured kernel times at forced light-CTA
+// counts, through the planner itself (BuildWorkPlan), so the fit judges the
+// counts the engine would really get.
+//
+//   light_split_fit MEASUREMENTS [TOP]
+//
+// MEASUREMENTS: lines "leaves prefix suffix light_ctas us" (h32/8 D 64
+// two-level trees: `leaves` branches under one `prefix`-token node, each with
+// its own `suffix` tokens), e.g. attention_bench's engine rows with
+// BANYAN_BENCH_LIGHT_CTAS forced (scripts/light_sweep.sh writes them); '#'
+// starts a comment. Several counts per shape are what the fit needs; the
+// best measured count of a shape is its reference.
+//
+// A rate set's score: per shape the count the planner picks with those rates,
+// its time (at a count that was not measured: the slower of the two measured
+// counts around it, so the fit does not reward guesses), the log of that over
+// the shape's best, summed. Prints the current DeviceModel's picks and score,
+// then the TOP (default 5) rate sets of a grid with their picks. A CPU tool: no
+// device needed once the measurements are taken.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "attention/testing/random_plan.h"
+#include "attention/work_plan.h"
+#include "sdk/base/rng.h"
+
+namespace banyan::attention {
+namespace {
+
+struct Shape {
+  int32_t leaves = 0, prefix = 0, suffix = 0;
+  std::map<int32_t, double> us;  // light CTAs -> measured time
+  AttentionPlan plan;
+};
+
+// Parses the measurement lines; false (with a message) on a malformed one.
+bool ReadShapes(std::istream& in, std::vector<Shape>* shapes) {
+  std::map<std::tuple<int32_t, int32_t, int32_t>, size_t> index;
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    int32_t leaves, prefix, suffix, light;
+    double us;
+    if (!(fields >> leaves)) continue;  // blank or comment
+    if (!(fields >> prefix >> suffix >> light >> us) || leaves < 1 || prefix < 1 || suffix < 1 || light < 0 ||
+        !(us > 0)) {
+      std::fprintf(stderr, "line %d: want \"leaves prefix suffix light_ctas us\"\n", line_no);
+      return false;
+    }
+    const auto key = std::make_tuple(leaves, prefix, suffix);
+    auto [it, added] = index.emplace(key, shapes->size());
+    if (added) shapes->push_back({leaves, prefix, suffix, {}, {}});
+    (*shapes)[it->second].us[light] = us;
+  }
+  return true;
+}
+
+double Best(const Shape& s) {
+  double best = INFINITY;
+  for (const auto& [light, us] : s.us) best = std::min(best, us);
+  return best;
+}
+
+// The measured time at `light` CTAs, or the slower of the measured counts
+// around it.
+double TimeAt(const Shape& s, int32_t light) {
+  const auto hi = s.us.lower_bound(light);
+  if (hi != s.us.end() && hi->first == light) return hi->second;
+  double t = 0.0;
+  if (hi != s.us.end()) t = std::max(t, hi->second);
+  if (hi != s.us.begin()) t = std::max(t, std::prev(hi)->second);
+  return t;
+}
+
+int32_t Pick(const Shape& s, const DeviceModel& device) {
+  WorkShape shape{32, 8, 64, 2};
+  shape.light_ctas = -1;
+  const WorkPlan work = BuildWorkPlan(s.plan, shape, device, PathChoice::kAuto);
+  return device.num_ctas() - work.light_cta_begin;
+}
+
+struct Score {
+  double log_regret = 0.0, worst = 1.0;
+  std::vector<int32_t> picks;
+};
+Score ScoreOf(const std::vector<Shape>& shapes, const DeviceModel& device) {
+  Score score;
+  for (const Shape& s : shapes) {
+    const int32_t pick = Pick(s, device);
+    const double ratio = TimeAt(s, pick) / Best(s);
+    score.log_regret += std::log(ratio);
+    score.worst = std::max(score.worst, ratio);
+    score.picks.push_back(pick);
+  }
+  return score;
+}
+
+void PrintPicks(const std::vector<Shape>& shapes, const Score& score) {
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    int32_t best_light = 0;
+    for (const auto& [light, us] : s.us) {
+      if (us == Best(s)) best_light = light;
+    }
+    std::printf("  L%d P%d S%d: picks %d (%.1f us, %.3fx the best: %d light CTAs, %.1f us)\n", s.leaves, s.prefix,
+                s.suffix, score.picks[i], TimeAt(s, score.picks[i]), TimeAt(s, score.picks[i]) / Best(s), best_light,
+                Best(s));
+  }
+}
+
+void PrintRates(const DeviceModel& d, const Score& score) {
+  std::printf(
+      "tma_tile_us %.2f tma_item_gap_us %.2f light_item_us %.2f light_tile_us %.2f "
+      "light_warp_bytes_per_us %.0f: log regret %.3f, worst %.3fx\n",
+      d.tma_tile_us, d.tma_item_gap_us, d.light_item_us, d.light_tile_us, d.light_warp_bytes_per_us, score.log_regret,
+      score.worst);
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2 || argc > 3) {
+    std::fprintf(stderr, "usage: %s MEASUREMENTS [TOP]\n", argv[0]);
+    return 2;
+  }
+  std::ifstream in(argv[1]);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", argv[1]);
+    return 2;
+  }
+  std::vector<Shape> shapes;
+  if (!ReadShapes(in, &shapes)) return 2;
+  if (shapes.empty()) {
+    std::fprintf(stderr, "no measurements in %s\n", argv[1]);
+    return 2;
+  }
+  const int top = argc == 3 ? std::max(1, std::atoi(argv[2])) : 5;
+  Rng rng(1);
+  for (Shape& s : shapes) {
+    s.plan = testing::BuildTreePlan(testing::UniformTree({1, s.leaves}, {s.prefix, s.suffix}), {}, rng).plan;
+  }
+  const DeviceModel current;
+  const Score now = ScoreOf(shapes, current);
+  std::printf("current DeviceModel, %zu shapes: ", shapes.size());
+  PrintRates(current, now);
+  PrintPicks(shapes, now);
+
+  std::vector<std::pair<Score, DeviceModel>> results;
+  for (double tile = 0.45; tile < 1.16; tile += 0.1) {
+    for (double gap = 1.5; gap < 6.01; gap += 0.5) {
+      for (double item : {1.0, 2.3}) {
+        for (double light_tile : {1.5, 2.3, 3.0}) {
+          for (double bytes : {3.55e3, 5e3}) {
+            DeviceModel d = current;
+            d.tma_tile_us = tile;
+            d.tma_item_gap_us = gap;
+            d.light_item_us = item;
+            d.light_tile_us = light_tile;
+            d.light_warp_bytes_per_us = bytes;
+            results.emplace_back(ScoreOf(shapes, d), d);
+          }
+        }
+      }
+    }
+  }
+  std::stable_sort(results.begin(), results.end(),
+                   [](const auto& a, const auto& b) { return a.first.log_regret < b.first.log_regret; });
+  std::printf("\nbest of %zu rate sets:\n", results.size());
+  for (int i = 0; i < top && i < static_cast<int>(results.size()); ++i) {
+    PrintRates(results[i].second, results[i].first);
+    if (i == 0) PrintPicks(shapes, results[i].first);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace banyan::attention
+
+int main(int argc, char** argv) { return banyan::attention::Main(argc, argv); }
