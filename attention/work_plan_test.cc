@@ -801,7 +801,7 @@ TEST(WorkPlanLightTest, LightItemsGetCtasOfTheirOwnWhereThatPays) {
   // decode) split too: 120-token suffixes measured 52 us split vs 72 unsplit.
   // Past one KV tile each light item's chain doubles, and the split moves
   // light CTAs' way (H100, session 35: at S120 68 light CTAs 42.8 us, 46
-  // 44.8, 36 46.1; at S64 36 is the best by 15%).
+  // 44.8, 36 46.1; at S64 36 is the best by 10%).
   int32_t light_at[2] = {0, 0};
   for (const int32_t suffix : {8, 120}) {
     const testing::TreePlan t = testing::BuildTreePlan(testing::UniformTree({1, 256}, {2048, suffix}), {}, rng);
