@@ -206,27 +206,28 @@ double HeavySideUs(const LightLoad& load, const DeviceModel& device, const std::
 }
 
 // The light split's rates at a head dim (DeviceModel): light warps per CTA,
-// a light warp's KV read rate, a heavy tile, a heavy CTA's cost per item, what a light
-// item costs a CTA that runs it among heavy items, and the cap on all light
-// reads together (none at kLightHeadDim, whose rates were fitted without it).
+// a light warp's KV read rate, a heavy tile's time, a heavy CTA's cost per
+// item, what a light item costs a CTA that runs it among heavy items, and the
+// cap on all light reads together (none at kLightHeadDim, whose rates were
+// fitted without it).
 struct LightRates {
   double warps, warp_bytes_per_us, tile_us, item_gap_us, mixed_item_us, hbm_bytes_per_us;
 };
 LightRates LightRatesFor(const DeviceModel& d, int32_t head_dim) {
   if (head_dim == kLightHeadDim) {
-    return {
-        kLightCtaWarps,    d.light_warp_bytes_per_us, d.tma_tile_us,
-        d.tma_item_gap_us, d.tma_light_item_us,       std::numeric_limits<double>::infinity(),
-    };
+    return {.warps = kLightCtaWarps,
+            .warp_bytes_per_us = d.light_warp_bytes_per_us,
+            .tile_us = d.tma_tile_us,
+            .item_gap_us = d.tma_item_gap_us,
+            .mixed_item_us = d.tma_light_item_us,
+            .hbm_bytes_per_us = std::numeric_limits<double>::infinity()};
   }
-  return {
-      static_cast<double>(LightCtaWarps(head_dim)),
-      d.light_warp_d128_bytes_per_us,
-      d.tma_tile_d128_us,
-      d.tma_item_gap_d128_us,
-      d.tma_light_item_d128_us,
-      d.light_hbm_bytes_per_us,
-  };
+  return {.warps = static_cast<double>(LightCtaWarps(head_dim)),
+          .warp_bytes_per_us = d.light_warp_d128_bytes_per_us,
+          .tile_us = d.tma_tile_d128_us,
+          .item_gap_us = d.tma_item_gap_d128_us,
+          .mixed_item_us = d.tma_light_item_d128_us,
+          .hbm_bytes_per_us = d.light_hbm_bytes_per_us};
 }
 
 // How many of `ctas` CTAs take the light items (WorkShape::light_ctas): the

@@ -273,6 +273,9 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   // Before every timed Run: the L2 emptied of the Run before (BANYAN_BENCH_FLUSH).
   const char* flush_env = std::getenv("BANYAN_BENCH_FLUSH");
   const std::string_view flush_mode = flush_env != nullptr ? flush_env : "write";
+  if (flush_mode != "write" && flush_mode != "read" && flush_mode != "none") {
+    BENCH_OK(absl::InvalidArgumentError("BANYAN_BENCH_FLUSH must be write, read or none"));
+  }
   if (flush_mode == "read") {  // lines of random values, not of one byte repeated
     BENCH_OK(testing::FillUniformDevice(flush->data(), DType::kBf16, flush->size() / 2, 3, stream->get()));
   }
@@ -435,7 +438,12 @@ std::vector<Shape> Shapes() {
                           ? absl::SimpleAtoi(parts[0], &suffix)
                           : parts.size() == 3 && absl::SimpleAtoi(parts[0], &leaves) &&
                                 absl::SimpleAtoi(parts[1], &prefix) && absl::SimpleAtoi(parts[2], &suffix);
-      if (ok && leaves >= 1 && prefix >= 1 && suffix >= 1) engine_row(leaves, prefix, suffix);
+      if (ok && leaves >= 1 && prefix >= 1 && suffix >= 1) {
+        engine_row(leaves, prefix, suffix);
+      } else {
+        std::fprintf(stderr, "BANYAN_BENCH_ENGINE_SUFFIXES: skipped \"%.*s\" (want S or LxPxS)\n",
+                     static_cast<int>(s.size()), s.data());
+      }
     }
   }
   // Latency probe (not an issue shape): one query row, two 64-token segments, i.e. two one-tile

@@ -159,14 +159,14 @@ int Main(int argc, char** argv) {
   PrintPicks(shapes, now);
 
   std::vector<std::pair<Score, DeviceModel>> results;
-  for (double tile = 0.45; tile < 1.16; tile += 0.1) {
-    for (double gap = 1.5; gap < 6.01; gap += 0.5) {
+  for (int tile_step = 0; tile_step <= 7; ++tile_step) {  // tma_tile_us 0.45 .. 1.15
+    for (int gap_step = 0; gap_step <= 9; ++gap_step) {   // tma_item_gap_us 1.5 .. 6.0
       for (double item : {1.0, 2.3}) {
         for (double light_tile : {1.5, 2.3, 3.0}) {
           for (double bytes : {3.55e3, 5e3}) {
             DeviceModel d = current;
-            d.tma_tile_us = tile;
-            d.tma_item_gap_us = gap;
+            d.tma_tile_us = 0.45 + 0.1 * tile_step;
+            d.tma_item_gap_us = 1.5 + 0.5 * gap_step;
             d.light_item_us = item;
             d.light_tile_us = light_tile;
             d.light_warp_bytes_per_us = bytes;
