@@ -310,7 +310,7 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
                                                       kernels::kPersistentSmemBytes<T, D>));
       return absl::OkStatus();
     }));
-    DeviceModel device;
+    DeviceModel device = cost_rates_;
     device.num_sms = num_sms_;
     device.ctas_per_sm = ctas_per_sm;
     device.min_chunk = min_chunk_;
@@ -318,7 +318,7 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
                           args.head_dim(),  static_cast<int32_t>(DTypeSize(args.kv_dtype)),
                           kTileRows,        variant_ == KernelVariant::kNarrow && group_items_ ? kernels::kStages : 0,
                           spread_light_,    variant_ == KernelVariant::kTma ? light_ctas_ : 0,
-                          stream_k_};
+                          stream_k_,        light_chunks_};
     planner_.Plan(*args.plan, shape, device, path);
     grid_ = device.num_ctas();
     return absl::OkStatus();

@@ -198,6 +198,17 @@ class TreeAttention {
   // most all but one CTA, and none for a plan without heavy items). Takes
   // effect at the next Prepare.
   void set_light_ctas(int32_t n) { SetPlanning(light_ctas_, n); }
+  // Benchmarks only (timing the light split's choices apart): the dominant
+  // heavy segment's chunk count when there are light CTAs
+  // (WorkShape::light_chunks); 0 (default): the cost model's. Takes effect at
+  // the next Prepare.
+  void set_light_chunks(int32_t n) { SetPlanning(light_chunks_, n); }
+  // Benchmarks and tuning only: the cost model's rates (work_plan.h
+  // DeviceModel; its num_sms, ctas_per_sm and min_chunk are this device's and
+  // set_min_chunk's whatever `rates` says), e.g. to time a refit of the light
+  // split's rates before it is compiled in. Default DeviceModel{}. Takes
+  // effect at the next Prepare.
+  void set_cost_rates(const DeviceModel& rates) { SetPlanning(cost_rates_, rates); }
   // Benchmarks only: device buffers that the next Runs fill with timestamps
   // (kernels/params.cuh kTraceItemWords per item CTA, grid_size() CTAs;
   // kTraceMergeWords per merge CTA, merge_grid_size() CTAs); nullptr: none.
@@ -298,6 +309,8 @@ class TreeAttention {
   bool spread_light_ = true;
   StreamKMode stream_k_ = StreamKMode::kAuto;
   int32_t light_ctas_ = -1;
+  int32_t light_chunks_ = 0;
+  DeviceModel cost_rates_;
   unsigned long long* trace_items_ = nullptr;
   unsigned long long* trace_merge_ = nullptr;
   bool pdl_supported_ = false;  // compute capability >= 9.0

@@ -466,6 +466,7 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   const bool light_dim = shape.head_dim == kLightHeadDim || shape.head_dim == 128;
   const int32_t light = shape.light_ctas != 0 && light_dim ? LightCtaCount(load, shape, device, ctas, &dominant_chunks)
                                                            : 0;
+  if (light > 0 && shape.light_chunks > 0) dominant_chunks = shape.light_chunks;
   out.light_cta_begin = ctas - light;
   // 2. Chunks: every item costs about total / CTAs (one per CTA; the short
   //    items fill in behind the long ones), chunks of whole KV tiles; with

@@ -246,6 +246,11 @@ struct WorkShape {
   // x KV head x row block, at most 4 per CTA) of at least 16 KV tiles per CTA
   // in all, without light CTAs or grouped items.
   StreamKMode stream_k = StreamKMode::kAuto;
+  // With light CTAs: about how many split-K chunks the dominant heavy segment
+  // (the one with most heavy tiles) is cut into (ChunkLength's whole tiles).
+  // 0: the count LightCtaCount judged the split with. For benchmarks that
+  // time the split's two choices apart (scripts/light_sweep.sh).
+  int32_t light_chunks = 0;
   int32_t group() const { return num_q_heads / num_kv_heads; }
 };
 

@@ -12,13 +12,14 @@ namespace {
 // Every field of WorkShape and DeviceModel is compared below (the CUDA code
 // that includes work_plan.h is C++17: no defaulted operator==); a field added
 // to either struct changes its size and stops the build here until it is.
-static_assert(sizeof(WorkShape) == 36, "compare the new WorkShape field in SameShape");
+static_assert(sizeof(WorkShape) == 40, "compare the new WorkShape field in SameShape");
 static_assert(sizeof(DeviceModel) == 152, "compare the new DeviceModel field in SameDevice");
 
 bool SameShape(const WorkShape& a, const WorkShape& b) {
   return a.num_q_heads == b.num_q_heads && a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim &&
          a.kv_dtype_bytes == b.kv_dtype_bytes && a.tile_rows == b.tile_rows && a.group_small == b.group_small &&
-         a.spread_light == b.spread_light && a.light_ctas == b.light_ctas && a.stream_k == b.stream_k;
+         a.spread_light == b.spread_light && a.light_ctas == b.light_ctas && a.stream_k == b.stream_k &&
+         a.light_chunks == b.light_chunks;
 }
 
 bool SameDevice(const DeviceModel& a, const DeviceModel& b) {

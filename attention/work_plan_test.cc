@@ -843,6 +843,43 @@ TEST(WorkPlanLightTest, LightItemsGetCtasOfTheirOwnWhereThatPays) {
             device.num_ctas());
 }
 
+// WorkShape::light_chunks (benchmarks: the split's two choices timed apart)
+// cuts the shared prefix into the asked chunk count, whole KV tiles each;
+// without light CTAs it changes nothing; a planner that refreshes sees the
+// change and rebuilds.
+TEST(WorkPlanLightTest, ForcedChunksCutTheSharedPrefix) {
+  const DeviceModel device;
+  Rng rng(3);
+  const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, 256}, {2048, 64}), {}, rng);
+  const auto prefix_chunks = [](const WorkPlan& w) {
+    return *std::max_element(w.entry_num_chunks.begin(), w.entry_num_chunks.end());
+  };
+  WorkShape shape{32, 8, 64, 2};
+  shape.light_ctas = 46;
+  for (const auto& [asked, tiles] : {std::pair{2, 16}, std::pair{3, 11}, std::pair{4, 8}, std::pair{6, 6}}) {
+    shape.light_chunks = asked;
+    const WorkPlan w = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+    EXPECT_EQ(device.num_ctas() - w.light_cta_begin, 46);
+    EXPECT_EQ(prefix_chunks(w), asked);
+    int32_t longest = 0;
+    for (const WorkItem& it : w.items) longest = std::max(longest, it.kv_end - it.kv_begin);
+    EXPECT_EQ(longest, tiles * kKvTile) << asked << " chunks";
+  }
+  shape.light_ctas = 0;
+  shape.light_chunks = 0;
+  const WorkPlan plain = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+  shape.light_chunks = 4;
+  const WorkPlan forced_plain = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
+  EXPECT_EQ(forced_plain.entry_num_chunks, plain.entry_num_chunks);
+  EXPECT_EQ(forced_plain.items.size(), plain.items.size());
+  WorkPlanner planner;
+  shape.light_ctas = 46;
+  shape.light_chunks = 2;
+  EXPECT_EQ(prefix_chunks(planner.Plan(tree.plan, shape, device, PathChoice::kAuto)), 2);
+  shape.light_chunks = 4;
+  EXPECT_EQ(prefix_chunks(planner.Plan(tree.plan, shape, device, PathChoice::kAuto)), 4);
+}
+
 TEST(WorkPlanCostTest, BatchingWinsWhenManyRowsShareKv) {
   const WorkShape shape{32, 8, 128, 2};
   const DeviceModel device;

@@ -53,6 +53,13 @@
 //            programmatic dependent launch (TreeAttention::set_overlap_start(false))
 //   BANYAN_BENCH_LIGHT_CTAS=n                    kTma's light CTAs: n (0: none; -1: the
 //            cost model's count, the default) (TreeAttention::set_light_ctas)
+//   BANYAN_BENCH_LIGHT_CHUNKS=n                  with light CTAs, the dominant heavy segment in
+//            about n split-K chunks (0: the cost model's, the default; set_light_chunks);
+//            the row's `chunks` counter says what the plan got
+//   BANYAN_BENCH_RATES=name=value,...            the light split's cost-model rates instead of
+//            DeviceModel's defaults (tma_tile_us, tma_item_gap_us, light_item_us,
+//            light_tile_us, light_warp_bytes_per_us; set_cost_rates), e.g. the line
+//            bench/light_split_fit prints for its best fit
 //   BANYAN_BENCH_STREAM_K=off|auto|always        stream-K placement of plans it can take
 //            (TreeAttention::set_stream_k; default auto)
 //   BANYAN_BENCH_FLUSH=write|read|none           how the L2 is emptied before each timed Run:
@@ -171,6 +178,26 @@ void DumpTrace(const char* path, const std::string& key, const unsigned long lon
   std::fclose(f);
 }
 
+// BANYAN_BENCH_RATES's "name=value,..." over DeviceModel's defaults.
+absl::StatusOr<DeviceModel> RatesFromSpec(absl::string_view spec) {
+  DeviceModel rates;
+  const std::map<std::string, double*> fields = {{"tma_tile_us", &rates.tma_tile_us},
+                                                 {"tma_item_gap_us", &rates.tma_item_gap_us},
+                                                 {"light_item_us", &rates.light_item_us},
+                                                 {"light_tile_us", &rates.light_tile_us},
+                                                 {"light_warp_bytes_per_us", &rates.light_warp_bytes_per_us}};
+  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+    const std::vector<absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    const auto field = fields.find(std::string(kv[0]));
+    double value = 0.0;
+    if (kv.size() != 2 || field == fields.end() || !absl::SimpleAtod(kv[1], &value) || !(value > 0.0)) {
+      return absl::InvalidArgumentError(absl::StrCat("BANYAN_BENCH_RATES: bad entry \"", item, "\""));
+    }
+    *field->second = value;
+  }
+  return rates;
+}
+
 void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   if (!gpu::HasGpu()) {
     state.SkipWithError("no GPU");
@@ -261,6 +288,14 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   }
   if (const char* light = std::getenv("BANYAN_BENCH_LIGHT_CTAS"); light != nullptr) {  // A/B of set_light_ctas
     (*runner)->set_light_ctas(std::atoi(light));
+  }
+  if (const char* chunks = std::getenv("BANYAN_BENCH_LIGHT_CHUNKS"); chunks != nullptr) {
+    (*runner)->set_light_chunks(std::atoi(chunks));
+  }
+  if (const char* spec = std::getenv("BANYAN_BENCH_RATES"); spec != nullptr) {
+    absl::StatusOr<DeviceModel> rates = RatesFromSpec(spec);
+    BENCH_OK(rates.status());
+    (*runner)->set_cost_rates(*rates);
   }
   if (const char* sk = std::getenv("BANYAN_BENCH_STREAM_K"); sk != nullptr) {  // A/B of set_stream_k
     const std::string_view mode(sk);
@@ -392,6 +427,8 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   state.counters["items"] = static_cast<double>((*runner)->work_plan().items.size());
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
   state.counters["light_ctas"] = (*runner)->grid_size() - (*runner)->work_plan().light_cta_begin;
+  const std::vector<int32_t>& entry_chunks = (*runner)->work_plan().entry_num_chunks;
+  state.counters["chunks"] = entry_chunks.empty() ? 0 : *std::max_element(entry_chunks.begin(), entry_chunks.end());
   state.counters["placement"] = static_cast<int>((*runner)->work_plan().placement);  // 0 chunks, 1 stream-K, 2 one wave
   Row& row = Results()[shape.name];
   row.floor = floor_us;

@@ -6,17 +6,22 @@
 //
 //   light_split_fit MEASUREMENTS [TOP]
 //
-// MEASUREMENTS: lines "leaves prefix suffix light_ctas us" (h32/8 D 64
+// MEASUREMENTS: lines "leaves prefix suffix light_ctas chunks us" (h32/8 D 64
 // two-level trees: `leaves` branches under one `prefix`-token node, each with
-// its own `suffix` tokens), e.g. attention_bench's engine rows with
-// BANYAN_BENCH_LIGHT_CTAS forced (scripts/light_sweep.sh writes them); '#'
-// starts a comment. Several counts per shape are what the fit needs; the
-// best measured count of a shape is its reference.
+// its own `suffix` tokens; `chunks`: the split-K chunk count the prefix got),
+// e.g. attention_bench's engine rows with BANYAN_BENCH_LIGHT_CTAS and
+// BANYAN_BENCH_LIGHT_CHUNKS forced (scripts/light_sweep.sh writes them); '#'
+// starts a comment. Lines of five fields (no chunks column, session 35's
+// file) match whatever chunk count a rate set gives. Several counts per shape
+// are what the fit needs; the best measured plan of a shape is its reference.
 //
-// A rate set's score: per shape the count the planner picks with those rates,
-// its time (at a count that was not measured: the slower of the two measured
-// counts around it, so the fit does not reward guesses), the log of that over
-// the shape's best, summed. Prints the current DeviceModel's picks and score,
+// A rate set's score: per shape the plan the planner builds with those rates
+// (its light count and the prefix's chunk count: the chunk count moves with
+// the rates too, so a time measured under other rates at the same light
+// count may be another plan), that plan's time (at a light count that was not
+// measured: the slower of the two measured counts around it with the same
+// chunks; at a chunk count never measured: the shape's slowest time, so the
+// fit does not reward guesses), the log of that over the shape's best, summed. Prints the current DeviceModel's picks and score,
 // then the TOP (default 5) rate sets of a grid with their picks. A CPU tool: no
 // device needed once the measurements are taken.
 #include <algorithm>
@@ -41,9 +46,12 @@
 namespace banyan::attention {
 namespace {
 
+// A measured plan: light CTAs and the prefix's split-K chunks (0: not recorded).
+using PlanKey = std::pair<int32_t, int32_t>;
+
 struct Shape {
   int32_t leaves = 0, prefix = 0, suffix = 0;
-  std::map<int32_t, double> us;  // light CTAs -> measured time
+  std::map<PlanKey, double> us;  // measured time per plan
   AttentionPlan plan;
 };
 
@@ -54,54 +62,79 @@ bool ReadShapes(std::istream& in, std::vector<Shape>* shapes) {
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream fields(line);
-    int32_t leaves, prefix, suffix, light;
-    double us;
-    if (!(fields >> leaves)) continue;  // blank or comment
-    if (!(fields >> prefix >> suffix >> light >> us) || leaves < 1 || prefix < 1 || suffix < 1 || light < 0 ||
-        !(us > 0)) {
-      std::fprintf(stderr, "line %d: want \"leaves prefix suffix light_ctas us\"\n", line_no);
+    std::vector<double> v;
+    for (double x; fields >> x;) v.push_back(x);
+    if (v.empty() && fields.eof()) continue;  // blank or comment
+    const bool with_chunks = v.size() == 6;
+    const bool ok = fields.eof() && (v.size() == 5 || with_chunks) &&
+                    std::all_of(v.begin(), v.end() - 1, [](double x) { return x >= 0 && x == std::floor(x); });
+    const int32_t leaves = ok ? static_cast<int32_t>(v[0]) : 0, prefix = ok ? static_cast<int32_t>(v[1]) : 0,
+                  suffix = ok ? static_cast<int32_t>(v[2]) : 0, light = ok ? static_cast<int32_t>(v[3]) : 0,
+                  chunks = ok && with_chunks ? static_cast<int32_t>(v[4]) : 0;
+    const double us = ok ? v.back() : 0.0;
+    if (!ok || leaves < 1 || prefix < 1 || suffix < 1 || !(us > 0)) {
+      std::fprintf(stderr, "line %d: want \"leaves prefix suffix light_ctas [chunks] us\"\n", line_no);
       return false;
     }
     const auto key = std::make_tuple(leaves, prefix, suffix);
     auto [it, added] = index.emplace(key, shapes->size());
     if (added) shapes->push_back({leaves, prefix, suffix, {}, {}});
-    (*shapes)[it->second].us[light] = us;
+    (*shapes)[it->second].us[{light, chunks}] = us;
   }
   return true;
 }
 
 double Best(const Shape& s) {
   double best = INFINITY;
-  for (const auto& [light, us] : s.us) best = std::min(best, us);
+  for (const auto& [plan, us] : s.us) best = std::min(best, us);
   return best;
 }
 
-// The measured time at `light` CTAs, or the slower of the measured counts
-// around it.
-double TimeAt(const Shape& s, int32_t light) {
-  const auto hi = s.us.lower_bound(light);
-  if (hi != s.us.end() && hi->first == light) return hi->second;
-  double t = 0.0;
-  if (hi != s.us.end()) t = std::max(t, hi->second);
-  if (hi != s.us.begin()) t = std::max(t, std::prev(hi)->second);
-  return t;
+double Worst(const Shape& s) {
+  double worst = 0.0;
+  for (const auto& [plan, us] : s.us) worst = std::max(worst, us);
+  return worst;
 }
 
-int32_t Pick(const Shape& s, const DeviceModel& device) {
+// The time of plan `key`: measured, or the slower of the measured light
+// counts around it with its chunk count (lines without one match any), or
+// the shape's slowest where its chunk count was never measured.
+double TimeAt(const Shape& s, PlanKey key) {
+  double below = 0.0, above = 0.0;
+  int32_t below_light = -1, above_light = INT32_MAX;
+  for (const auto& [plan, us] : s.us) {
+    if (plan.second != 0 && plan.second != key.second) continue;
+    if (plan.first == key.first) return us;
+    if (plan.first < key.first && plan.first > below_light) {
+      below_light = plan.first;
+      below = us;
+    } else if (plan.first > key.first && plan.first < above_light) {
+      above_light = plan.first;
+      above = us;
+    }
+  }
+  const double t = std::max(below, above);
+  return t > 0.0 ? t : Worst(s);
+}
+
+PlanKey Pick(const Shape& s, const DeviceModel& device) {
   WorkShape shape{32, 8, 64, 2};
   shape.light_ctas = -1;
   const WorkPlan work = BuildWorkPlan(s.plan, shape, device, PathChoice::kAuto);
-  return device.num_ctas() - work.light_cta_begin;
+  const int32_t chunks = work.entry_num_chunks.empty()
+                             ? 0
+                             : *std::max_element(work.entry_num_chunks.begin(), work.entry_num_chunks.end());
+  return {device.num_ctas() - work.light_cta_begin, chunks};
 }
 
 struct Score {
   double log_regret = 0.0, worst = 1.0;
-  std::vector<int32_t> picks;
+  std::vector<PlanKey> picks;
 };
 Score ScoreOf(const std::vector<Shape>& shapes, const DeviceModel& device) {
   Score score;
   for (const Shape& s : shapes) {
-    const int32_t pick = Pick(s, device);
+    const PlanKey pick = Pick(s, device);
     const double ratio = TimeAt(s, pick) / Best(s);
     score.log_regret += std::log(ratio);
     score.worst = std::max(score.worst, ratio);
@@ -113,13 +146,14 @@ Score ScoreOf(const std::vector<Shape>& shapes, const DeviceModel& device) {
 void PrintPicks(const std::vector<Shape>& shapes, const Score& score) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
-    int32_t best_light = 0;
-    for (const auto& [light, us] : s.us) {
-      if (us == Best(s)) best_light = light;
+    PlanKey best{};
+    for (const auto& [plan, us] : s.us) {
+      if (us == Best(s)) best = plan;
     }
-    std::printf("  L%d P%d S%d: picks %d (%.1f us, %.3fx the best: %d light CTAs, %.1f us)\n", s.leaves, s.prefix,
-                s.suffix, score.picks[i], TimeAt(s, score.picks[i]), TimeAt(s, score.picks[i]) / Best(s), best_light,
-                Best(s));
+    const PlanKey pick = score.picks[i];
+    std::printf("  L%d P%d S%d: picks %d light CTAs, %d chunks (%.1f us, %.3fx the best: %d, %d, %.1f us)\n", s.leaves,
+                s.prefix, s.suffix, pick.first, pick.second, TimeAt(s, pick), TimeAt(s, pick) / Best(s), best.first,
+                best.second, Best(s));
   }
 }
 
@@ -183,6 +217,11 @@ int Main(int argc, char** argv) {
     PrintRates(results[i].second, results[i].first);
     if (i == 0) PrintPicks(shapes, results[i].first);
   }
+  const DeviceModel& best = results.front().second;  // for attention_bench, to time the fit before compiling it in
+  std::printf("\nBANYAN_BENCH_RATES=tma_tile_us=%.2f,tma_item_gap_us=%.2f,light_item_us=%.2f,light_tile_us=%.2f,"
+              "light_warp_bytes_per_us=%.0f\n",
+              best.tma_tile_us, best.tma_item_gap_us, best.light_item_us, best.light_tile_us,
+              best.light_warp_bytes_per_us);
   return 0;
 }
 

@@ -49,7 +49,7 @@ def report(key, items, merges):
     for name, group in (("heavy", heavy), ("light", light)):
         if not group:
             continue
-        release = [us(w[18]) for w in group if raw and w[18]]
+        release = [us(w[18]) for w in group if w[18]]
         clock = [(w[6] - w[4]) / (w[3] - w[0]) for w in group if w[3] > w[0]]
         line = f"  {name:5s} start {median([us(w[0]) for w in group]):6.2f}"
         if release:
@@ -57,8 +57,8 @@ def report(key, items, merges):
         line += (f"  first done {median([us(w[2]) for w in group]):6.2f}  end {median([us(w[3]) for w in group]):6.2f}"
                  f" (max {max(us(w[3]) for w in group):6.2f})  {median(clock):.3f} GHz")
         print(line)
-        if raw and len(group[0]) >= 28:  # the start-chain diag (bench/experiments/heavy_start_trace_s35.patch)
-            names = ("range", "barrier", "item", "entries", "window", "tma", "q", "k0")
+        if len(group[0]) >= 28:  # the start-chain diag (bench/experiments/heavy_start_trace_s35.patch; s36: 28, 29)
+            names = ("range", "barrier", "item", "entries", "window", "tma", "q", "k0", "items entry", "kv entry")
             parts = []
             for word, label in enumerate(names, start=20):
                 stamps = [us(w[word]) for w in group if w[word] > t0]
