@@ -160,20 +160,28 @@ int32_t ChunkLength(int32_t length, int32_t wanted, const DeviceModel& device) {
   return std::max(min_chunk, CeilDiv(CeilDiv(length, std::max(1, wanted)), kKvTile) * kKvTile);
 }
 
-inline constexpr int32_t kMaxDominantChunk = 1024;
+// The longest chunk of a dominant segment the split considers, per head dim.
+// At head dim 64, 4,096 tokens: with light CTAs beside them, fewer and longer
+// heavy items pay (each item costs a CTA its start and end, tma_item_gap_us):
+// H100, session 36, forced chunk counts: one 2,048-token item per row block
+// beat two and three by 6-13% on the 256 x 2K rows past S64 and on
+// L1024 P2048 S64, two 2,048-token items beat four of 1,024 on L1024 P4096 by
+// 8-12%. At head dim 128, 1,024 (not measured longer; without light CTAs one
+// 2,048-token item per row block measured 59 us vs 55 on the engine row,
+// PERF_NOTES session 7).
+int32_t MaxDominantChunk(int32_t head_dim) { return head_dim == kLightHeadDim ? 4096 : 1024; }
 
 // The chunk counts a dominant segment of `length` tokens can have (each
-// count's chunks of whole tiles, at most kMaxDominantChunk tokens: one
-// 2,048-token item per row block measured 59 us vs 55 on the engine row with
-// every CTA's rings, PERF_NOTES session 7), with their tiles per chunk.
+// count's chunks of whole tiles, at most MaxDominantChunk tokens), with their
+// tiles per chunk.
 struct ChunkChoice {
   int32_t chunks, tiles;
 };
-std::vector<ChunkChoice> DominantChunkChoices(int32_t length, const DeviceModel& device) {
+std::vector<ChunkChoice> DominantChunkChoices(int32_t length, int32_t head_dim, const DeviceModel& device) {
   std::vector<ChunkChoice> out;
   for (int32_t wanted = 1; wanted <= 64; ++wanted) {
     const int32_t len = ChunkLength(length, wanted, device);
-    if (CeilDiv(length, len) == wanted && len <= kMaxDominantChunk) out.push_back({wanted, len / kKvTile});
+    if (CeilDiv(length, len) == wanted && len <= MaxDominantChunk(head_dim)) out.push_back({wanted, len / kKvTile});
   }
   return out;
 }
@@ -245,7 +253,7 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
   *dominant_chunks = 0;
   if (load.light_items == 0.0 || load.heavy_tiles == 0.0 || ctas < 2) return 0;
   const std::vector<ChunkChoice> choices =
-      load.dominant >= 0 ? DominantChunkChoices(load.dominant_length, device) : std::vector<ChunkChoice>{};
+      load.dominant >= 0 ? DominantChunkChoices(load.dominant_length, shape.head_dim, device) : std::vector<ChunkChoice>{};
   const LightRates rates = LightRatesFor(device, shape.head_dim);
   if (shape.light_ctas > 0) {
     const int32_t k = std::min(shape.light_ctas, ctas - 1);
@@ -456,7 +464,8 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
       load.light_items += shape.num_kv_heads;
       load.light_tiles += CeilDiv(seen, kKvTile) * shape.num_kv_heads;
       load.light_bytes += 2.0 * seen * shape.head_dim * shape.kv_dtype_bytes * shape.num_kv_heads;
-      load.light_chains += (device.light_item_us + device.light_tile_us * CeilDiv(seen, kKvTile)) * shape.num_kv_heads;
+      const double item_us = shape.head_dim == kLightHeadDim ? device.light_item_us : device.light_item_d128_us;
+      load.light_chains += (item_us + device.light_tile_us * CeilDiv(seen, kKvTile)) * shape.num_kv_heads;
     }
   }
   // 1b. Light CTAs (WorkShape::light_ctas): the last `light` CTAs take the

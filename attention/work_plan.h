@@ -146,31 +146,34 @@ struct DeviceModel {
   // per 64-token tile; every CTA starts its first item after about
   // tma_start_us, and a heavy CTA pays about tma_item_gap_us per item (its
   // start and end). The split must beat the unsplit kernel by the factor
-  // light_min_gain. tma_tile_us and tma_item_gap_us are head dim 64's, fitted
-  // so that the split's choices rank the measured light counts of 22 D 64
-  // shapes (H100, session 35: 64-1,024 leaves, prefixes 1K-16K, suffixes
-  // 8-512, counts 0-80 forced; bench/light_split_fit over
-  // bench/light_sweep_h100_s35.txt); a tile here is the marginal one, cheaper
-  // than a first item's tiles, and an item's own start and end are the larger
-  // part of a short item.
-  double tma_tile_us = 0.55;
+  // light_min_gain. tma_tile_us, tma_item_gap_us, light_warp_bytes_per_us and
+  // light_item_us are head dim 64's, fitted so that the plans the split
+  // builds (its light count and the prefix's chunk count) rank the measured
+  // ones of 22 D 64 shapes (H100, session 36: 64-1,024 leaves, prefixes
+  // 1K-16K, suffixes 8-512, light counts 0-106 and chunk counts forced;
+  // bench/light_split_fit over bench/light_sweep_h100_s36.txt); a tile here
+  // is the marginal one, cheaper than a first item's tiles, and an item's own
+  // start and end are the larger part of a short item.
+  double tma_tile_us = 0.45;
   double tma_light_item_us = 1.2;
   double tma_start_us = 8.0;
-  double tma_item_gap_us = 3.5;
-  double light_warp_bytes_per_us = 3.55e3;
-  double light_item_us = 2.3;
+  double tma_item_gap_us = 3.0;
+  double light_warp_bytes_per_us = 5.0e3;
+  double light_item_us = 1.0;
   double light_tile_us = 2.3;
   double light_min_gain = 1.15;
   // At head dim 128 (six light warps per light CTA, 32 KB a tile; H100,
   // session 26, h32/8 ordered pages): a heavy CTA runs a tile in
   // tma_tile_d128_us and loses about
   // tma_item_gap_d128_us between items, a light item costs a heavy CTA about
-  // tma_light_item_d128_us, a light warp reads light_warp_d128_bytes_per_us;
+  // tma_light_item_d128_us, a light warp reads light_warp_d128_bytes_per_us
+  // and keeps an item light_item_d128_us + light_tile_us per tile;
   // and light items on any CTAs read at most light_hbm_bytes_per_us together.
   double tma_tile_d128_us = 1.05;
   double tma_item_gap_d128_us = 5.0;
   double tma_light_item_d128_us = 1.4;
   double light_warp_d128_bytes_per_us = 7.2e3;
+  double light_item_d128_us = 2.3;
   double light_hbm_bytes_per_us = 2.3e6;
   int32_t num_ctas() const { return num_sms * ctas_per_sm; }
 };
