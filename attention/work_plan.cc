@@ -160,20 +160,9 @@ int32_t ChunkLength(int32_t length, int32_t wanted, const DeviceModel& device) {
   return std::max(min_chunk, CeilDiv(CeilDiv(length, std::max(1, wanted)), kKvTile) * kKvTile);
 }
 
-// The longest chunk of a dominant segment the split considers, per head dim.
-// At head dim 64, 4,096 tokens: with light CTAs beside them, fewer and longer
-// heavy items pay (each item costs a CTA its start and end, tma_item_gap_us):
-// H100, session 36, forced chunk counts: one 2,048-token item per row block
-// beat two and three by 6-13% on the 256 x 2K rows past S64 and on
-// L1024 P2048 S64, two 2,048-token items beat four of 1,024 on L1024 P4096 by
-// 8-12%. At head dim 128, 1,024 (not measured longer; without light CTAs one
-// 2,048-token item per row block measured 59 us vs 55 on the engine row,
-// PERF_NOTES session 7).
-int32_t MaxDominantChunk(int32_t head_dim) { return head_dim == kLightHeadDim ? 4096 : 1024; }
-
 // The chunk counts a dominant segment of `length` tokens can have (each
-// count's chunks of whole tiles, at most MaxDominantChunk tokens), with their
-// tiles per chunk.
+// count's chunks of whole tiles, at most DeviceModel::max_dominant_chunk or
+// max_dominant_chunk_d128 tokens), with their tiles per chunk.
 struct ChunkChoice {
   int32_t chunks, tiles;
 };
@@ -181,7 +170,8 @@ std::vector<ChunkChoice> DominantChunkChoices(int32_t length, int32_t head_dim, 
   std::vector<ChunkChoice> out;
   for (int32_t wanted = 1; wanted <= 64; ++wanted) {
     const int32_t len = ChunkLength(length, wanted, device);
-    if (CeilDiv(length, len) == wanted && len <= MaxDominantChunk(head_dim)) out.push_back({wanted, len / kKvTile});
+    const int32_t cap = head_dim == kLightHeadDim ? device.max_dominant_chunk : device.max_dominant_chunk_d128;
+    if (CeilDiv(length, len) == wanted && len <= cap) out.push_back({wanted, len / kKvTile});
   }
   return out;
 }

@@ -162,6 +162,17 @@ struct DeviceModel {
   double light_item_us = 1.0;
   double light_tile_us = 2.3;
   double light_min_gain = 1.15;
+  // The longest split-K chunk of the dominant heavy segment the split
+  // considers (tokens). At head dim 64, 4,096: with light CTAs beside them,
+  // fewer and longer heavy items pay (each costs its CTA tma_item_gap_us):
+  // H100, session 36, forced chunk counts: one 2,048-token item per row block
+  // beat two and three by 6-13% on the 256 x 2K rows past S64 and on
+  // L1024 P2048 S64, two 2,048-token items beat four of 1,024 on L1024 P4096
+  // by 8-12%. At head dim 128 (max_dominant_chunk_d128), 1,024: not measured
+  // longer (without light CTAs one 2,048-token item per row block measured
+  // 59 us vs 55 on the engine row, PERF_NOTES session 7).
+  int32_t max_dominant_chunk = 4096;
+  int32_t max_dominant_chunk_d128 = 1024;
   // At head dim 128 (six light warps per light CTA, 32 KB a tile; H100,
   // session 26, h32/8 ordered pages): a heavy CTA runs a tile in
   // tma_tile_d128_us and loses about

@@ -13,7 +13,7 @@ namespace {
 // that includes work_plan.h is C++17: no defaulted operator==); a field added
 // to either struct changes its size and stops the build here until it is.
 static_assert(sizeof(WorkShape) == 40, "compare the new WorkShape field in SameShape");
-static_assert(sizeof(DeviceModel) == 160, "compare the new DeviceModel field in SameDevice");
+static_assert(sizeof(DeviceModel) == 168, "compare the new DeviceModel field in SameDevice");
 
 bool SameShape(const WorkShape& a, const WorkShape& b) {
   return a.num_q_heads == b.num_q_heads && a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim &&
@@ -30,7 +30,8 @@ bool SameDevice(const DeviceModel& a, const DeviceModel& b) {
          a.tma_start_us == b.tma_start_us && a.tma_item_gap_us == b.tma_item_gap_us &&
          a.light_warp_bytes_per_us == b.light_warp_bytes_per_us &&
          a.light_item_us == b.light_item_us && a.light_tile_us == b.light_tile_us &&
-         a.light_min_gain == b.light_min_gain && a.tma_tile_d128_us == b.tma_tile_d128_us &&
+         a.light_min_gain == b.light_min_gain && a.max_dominant_chunk == b.max_dominant_chunk &&
+         a.max_dominant_chunk_d128 == b.max_dominant_chunk_d128 && a.tma_tile_d128_us == b.tma_tile_d128_us &&
          a.tma_item_gap_d128_us == b.tma_item_gap_d128_us &&
          a.tma_light_item_d128_us == b.tma_light_item_d128_us &&
          a.light_warp_d128_bytes_per_us == b.light_warp_d128_bytes_per_us &&

@@ -1,14 +1,19 @@
-// Fits the head dim 64 rates of the light-CTA split (attention/work_plan.h
-// DeviceModel: tma_tile_us, tma_item_gap_us, light_item_us, light_tile_us,
-// light_warp_bytes_per_us) to measured kernel times at forced light-CTA
-// counts, through the planner itself (BuildWorkPlan), so the fit judges the
-// counts the engine would really get.
+// Fits the rates of the light-CTA split (attention/work_plan.h DeviceModel:
+// at head dim 64 tma_tile_us, tma_item_gap_us, light_item_us, light_tile_us,
+// light_warp_bytes_per_us, max_dominant_chunk; at head dim 128 their _d128
+// forms) to measured kernel times at forced light-CTA and chunk counts,
+// through the planner itself (BuildWorkPlan), so the fit judges the plans the
+// engine would really get. The two head dims' rates are fitted apart (each
+// shape's plan depends on its own head dim's rates; light_tile_us, shared,
+// stays in the head dim 64 grid).
 //
 //   light_split_fit MEASUREMENTS [TOP]
 //
-// MEASUREMENTS: lines "leaves prefix suffix light_ctas chunks us" (h32/8 D 64
-// two-level trees: `leaves` branches under one `prefix`-token node, each with
-// its own `suffix` tokens; `chunks`: the split-K chunk count the prefix got),
+// MEASUREMENTS: lines "q_heads kv_heads head_dim leaves prefix suffix
+// light_ctas chunks us" (two-level trees: `leaves` branches under one
+// `prefix`-token node, each with its own `suffix` tokens; `chunks`: the
+// split-K chunk count the prefix got; "leaves prefix suffix light_ctas chunks
+// us" means h32/8 at head dim 64),
 // e.g. attention_bench's engine rows with BANYAN_BENCH_LIGHT_CTAS and
 // BANYAN_BENCH_LIGHT_CHUNKS forced (scripts/light_sweep.sh writes them); '#'
 // starts a comment. Lines of five fields (no chunks column, session 35's
@@ -50,6 +55,7 @@ namespace {
 using PlanKey = std::pair<int32_t, int32_t>;
 
 struct Shape {
+  int32_t q_heads = 32, kv_heads = 8, head_dim = 64;
   int32_t leaves = 0, prefix = 0, suffix = 0;
   std::map<PlanKey, double> us;  // measured time per plan
   AttentionPlan plan;
@@ -57,7 +63,7 @@ struct Shape {
 
 // Parses the measurement lines; false (with a message) on a malformed one.
 bool ReadShapes(std::istream& in, std::vector<Shape>* shapes) {
-  std::map<std::tuple<int32_t, int32_t, int32_t>, size_t> index;
+  std::map<std::vector<int32_t>, size_t> index;  // q_heads, kv_heads, head_dim, leaves, prefix, suffix
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
@@ -65,21 +71,28 @@ bool ReadShapes(std::istream& in, std::vector<Shape>* shapes) {
     std::vector<double> v;
     for (double x; fields >> x;) v.push_back(x);
     if (v.empty() && fields.eof()) continue;  // blank or comment
-    const bool with_chunks = v.size() == 6;
-    const bool ok = fields.eof() && (v.size() == 5 || with_chunks) &&
+    const bool ok = fields.eof() && (v.size() == 5 || v.size() == 6 || v.size() == 9) &&
                     std::all_of(v.begin(), v.end() - 1, [](double x) { return x >= 0 && x == std::floor(x); });
-    const int32_t leaves = ok ? static_cast<int32_t>(v[0]) : 0, prefix = ok ? static_cast<int32_t>(v[1]) : 0,
-                  suffix = ok ? static_cast<int32_t>(v[2]) : 0, light = ok ? static_cast<int32_t>(v[3]) : 0,
-                  chunks = ok && with_chunks ? static_cast<int32_t>(v[4]) : 0;
+    std::vector<int32_t> f;  // q_heads kv_heads head_dim leaves prefix suffix light chunks
+    if (ok && v.size() != 9) f = {32, 8, kLightHeadDim};
+    if (ok) {
+      for (size_t i = 0; i + 1 < v.size(); ++i) f.push_back(static_cast<int32_t>(v[i]));
+    }
+    if (ok && v.size() == 5) f.push_back(0);  // no chunks column
     const double us = ok ? v.back() : 0.0;
-    if (!ok || leaves < 1 || prefix < 1 || suffix < 1 || !(us > 0)) {
-      std::fprintf(stderr, "line %d: want \"leaves prefix suffix light_ctas [chunks] us\"\n", line_no);
+    const bool valid = ok && f[0] >= 1 && f[1] >= 1 && f[0] % f[1] == 0 && (f[2] == kLightHeadDim || f[2] == 128) &&
+                       f[3] >= 1 && f[4] >= 1 && f[5] >= 1 && us > 0;
+    if (!valid) {
+      std::fprintf(stderr,
+                   "line %d: want \"[q_heads kv_heads head_dim] leaves prefix suffix light_ctas [chunks] us\" "
+                   "(head dim 64 or 128)\n",
+                   line_no);
       return false;
     }
-    const auto key = std::make_tuple(leaves, prefix, suffix);
+    const std::vector<int32_t> key(f.begin(), f.begin() + 6);
     auto [it, added] = index.emplace(key, shapes->size());
-    if (added) shapes->push_back({leaves, prefix, suffix, {}, {}});
-    (*shapes)[it->second].us[{light, chunks}] = us;
+    if (added) shapes->push_back({f[0], f[1], f[2], f[3], f[4], f[5], {}, {}});
+    (*shapes)[it->second].us[{f[6], f[7]}] = us;
   }
   return true;
 }
@@ -118,7 +131,7 @@ double TimeAt(const Shape& s, PlanKey key) {
 }
 
 PlanKey Pick(const Shape& s, const DeviceModel& device) {
-  WorkShape shape{32, 8, 64, 2};
+  WorkShape shape{s.q_heads, s.kv_heads, s.head_dim, 2};
   shape.light_ctas = -1;
   const WorkPlan work = BuildWorkPlan(s.plan, shape, device, PathChoice::kAuto);
   const int32_t chunks = work.entry_num_chunks.empty()
@@ -151,18 +164,71 @@ void PrintPicks(const std::vector<Shape>& shapes, const Score& score) {
       if (us == Best(s)) best = plan;
     }
     const PlanKey pick = score.picks[i];
-    std::printf("  L%d P%d S%d: picks %d light CTAs, %d chunks (%.1f us, %.3fx the best: %d, %d, %.1f us)\n", s.leaves,
-                s.prefix, s.suffix, pick.first, pick.second, TimeAt(s, pick), TimeAt(s, pick) / Best(s), best.first,
-                best.second, Best(s));
+    std::printf("  h%d/%d D%d L%d P%d S%d: picks %d light CTAs, %d chunks (%.1f us, %.3fx the best: %d, %d, %.1f us)\n",
+                s.q_heads, s.kv_heads, s.head_dim, s.leaves, s.prefix, s.suffix, pick.first, pick.second,
+                TimeAt(s, pick), TimeAt(s, pick) / Best(s), best.first, best.second, Best(s));
   }
 }
 
-void PrintRates(const DeviceModel& d, const Score& score) {
-  std::printf(
-      "tma_tile_us %.2f tma_item_gap_us %.2f light_item_us %.2f light_tile_us %.2f "
-      "light_warp_bytes_per_us %.0f: log regret %.3f, worst %.3fx\n",
-      d.tma_tile_us, d.tma_item_gap_us, d.light_item_us, d.light_tile_us, d.light_warp_bytes_per_us, score.log_regret,
-      score.worst);
+// A head dim's rates (the ones its grid varies) and a score.
+void PrintRates(const DeviceModel& d, int32_t head_dim, const Score& score) {
+  if (head_dim == kLightHeadDim) {
+    std::printf("tma_tile_us %.2f tma_item_gap_us %.2f light_item_us %.2f light_tile_us %.2f "
+                "light_warp_bytes_per_us %.0f max_dominant_chunk %d",
+                d.tma_tile_us, d.tma_item_gap_us, d.light_item_us, d.light_tile_us, d.light_warp_bytes_per_us,
+                d.max_dominant_chunk);
+  } else {
+    std::printf("tma_tile_d128_us %.2f tma_item_gap_d128_us %.2f light_item_d128_us %.2f "
+                "light_warp_d128_bytes_per_us %.0f max_dominant_chunk_d128 %d",
+                d.tma_tile_d128_us, d.tma_item_gap_d128_us, d.light_item_d128_us, d.light_warp_d128_bytes_per_us,
+                d.max_dominant_chunk_d128);
+  }
+  std::printf(": log regret %.3f, worst %.3fx\n", score.log_regret, score.worst);
+}
+
+// The rate sets a head dim's grid tries, each a copy of `base` with that head
+// dim's rates changed.
+std::vector<DeviceModel> Grid(const DeviceModel& base, int32_t head_dim) {
+  std::vector<DeviceModel> out;
+  for (const int32_t cap : {1024, 2048, 4096}) {
+    if (head_dim == kLightHeadDim) {
+      for (int tile_step = 0; tile_step <= 7; ++tile_step) {  // tma_tile_us 0.45 .. 1.15
+        for (int gap_step = 0; gap_step <= 9; ++gap_step) {   // tma_item_gap_us 1.5 .. 6.0
+          for (const double item : {1.0, 2.3}) {
+            for (const double light_tile : {1.5, 2.3, 3.0}) {
+              for (const double bytes : {3.55e3, 5e3}) {
+                DeviceModel d = base;
+                d.tma_tile_us = 0.45 + 0.1 * tile_step;
+                d.tma_item_gap_us = 1.5 + 0.5 * gap_step;
+                d.light_item_us = item;
+                d.light_tile_us = light_tile;
+                d.light_warp_bytes_per_us = bytes;
+                d.max_dominant_chunk = cap;
+                out.push_back(d);
+              }
+            }
+          }
+        }
+      }
+    } else {
+      for (int tile_step = 0; tile_step <= 6; ++tile_step) {  // tma_tile_d128_us 0.75 .. 1.35
+        for (int gap_step = 0; gap_step <= 8; ++gap_step) {   // tma_item_gap_d128_us 2.0 .. 6.0
+          for (const double item : {1.0, 2.3}) {
+            for (const double bytes : {5e3, 7.2e3, 1e4}) {
+              DeviceModel d = base;
+              d.tma_tile_d128_us = 0.75 + 0.1 * tile_step;
+              d.tma_item_gap_d128_us = 2.0 + 0.5 * gap_step;
+              d.light_item_d128_us = item;
+              d.light_warp_d128_bytes_per_us = bytes;
+              d.max_dominant_chunk_d128 = cap;
+              out.push_back(d);
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
 }
 
 int Main(int argc, char** argv) {
@@ -175,53 +241,62 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "cannot read %s\n", argv[1]);
     return 2;
   }
-  std::vector<Shape> shapes;
-  if (!ReadShapes(in, &shapes)) return 2;
-  if (shapes.empty()) {
+  std::vector<Shape> all;
+  if (!ReadShapes(in, &all)) return 2;
+  if (all.empty()) {
     std::fprintf(stderr, "no measurements in %s\n", argv[1]);
     return 2;
   }
   const int top = argc == 3 ? std::max(1, std::atoi(argv[2])) : 5;
   Rng rng(1);
-  for (Shape& s : shapes) {
+  for (Shape& s : all) {
     s.plan = testing::BuildTreePlan(testing::UniformTree({1, s.leaves}, {s.prefix, s.suffix}), {}, rng).plan;
   }
   const DeviceModel current;
-  const Score now = ScoreOf(shapes, current);
-  std::printf("current DeviceModel, %zu shapes: ", shapes.size());
-  PrintRates(current, now);
-  PrintPicks(shapes, now);
-
-  std::vector<std::pair<Score, DeviceModel>> results;
-  for (int tile_step = 0; tile_step <= 7; ++tile_step) {  // tma_tile_us 0.45 .. 1.15
-    for (int gap_step = 0; gap_step <= 9; ++gap_step) {   // tma_item_gap_us 1.5 .. 6.0
-      for (double item : {1.0, 2.3}) {
-        for (double light_tile : {1.5, 2.3, 3.0}) {
-          for (double bytes : {3.55e3, 5e3}) {
-            DeviceModel d = current;
-            d.tma_tile_us = 0.45 + 0.1 * tile_step;
-            d.tma_item_gap_us = 1.5 + 0.5 * gap_step;
-            d.light_item_us = item;
-            d.light_tile_us = light_tile;
-            d.light_warp_bytes_per_us = bytes;
-            results.emplace_back(ScoreOf(shapes, d), d);
-          }
-        }
-      }
+  DeviceModel best = current;  // each head dim's best rates
+  for (const int32_t head_dim : {kLightHeadDim, 128}) {
+    std::vector<Shape> shapes;
+    for (const Shape& s : all) {
+      if (s.head_dim == head_dim) shapes.push_back(s);
+    }
+    if (shapes.empty()) continue;
+    const Score now = ScoreOf(shapes, current);
+    std::printf("head dim %d, %zu shapes, current DeviceModel: ", head_dim, shapes.size());
+    PrintRates(current, head_dim, now);
+    PrintPicks(shapes, now);
+    std::vector<std::pair<Score, DeviceModel>> results;
+    for (const DeviceModel& d : Grid(current, head_dim)) results.emplace_back(ScoreOf(shapes, d), d);
+    std::stable_sort(results.begin(), results.end(),
+                     [](const auto& a, const auto& b) { return a.first.log_regret < b.first.log_regret; });
+    std::printf("\nhead dim %d, best of %zu rate sets:\n", head_dim, results.size());
+    for (int i = 0; i < top && i < static_cast<int>(results.size()); ++i) {
+      PrintRates(results[i].second, head_dim, results[i].first);
+      if (i == 0) PrintPicks(shapes, results[i].first);
+    }
+    std::printf("\n");
+    const DeviceModel& d = results.front().second;
+    if (head_dim == kLightHeadDim) {
+      best.tma_tile_us = d.tma_tile_us;
+      best.tma_item_gap_us = d.tma_item_gap_us;
+      best.light_item_us = d.light_item_us;
+      best.light_tile_us = d.light_tile_us;
+      best.light_warp_bytes_per_us = d.light_warp_bytes_per_us;
+      best.max_dominant_chunk = d.max_dominant_chunk;
+    } else {
+      best.tma_tile_d128_us = d.tma_tile_d128_us;
+      best.tma_item_gap_d128_us = d.tma_item_gap_d128_us;
+      best.light_item_d128_us = d.light_item_d128_us;
+      best.light_warp_d128_bytes_per_us = d.light_warp_d128_bytes_per_us;
+      best.max_dominant_chunk_d128 = d.max_dominant_chunk_d128;
     }
   }
-  std::stable_sort(results.begin(), results.end(),
-                   [](const auto& a, const auto& b) { return a.first.log_regret < b.first.log_regret; });
-  std::printf("\nbest of %zu rate sets:\n", results.size());
-  for (int i = 0; i < top && i < static_cast<int>(results.size()); ++i) {
-    PrintRates(results[i].second, results[i].first);
-    if (i == 0) PrintPicks(shapes, results[i].first);
-  }
-  const DeviceModel& best = results.front().second;  // for attention_bench, to time the fit before compiling it in
-  std::printf("\nBANYAN_BENCH_RATES=tma_tile_us=%.2f,tma_item_gap_us=%.2f,light_item_us=%.2f,light_tile_us=%.2f,"
-              "light_warp_bytes_per_us=%.0f\n",
+  // For attention_bench, to time the fit before compiling it in.
+  std::printf("BANYAN_BENCH_RATES=tma_tile_us=%.2f,tma_item_gap_us=%.2f,light_item_us=%.2f,light_tile_us=%.2f,"
+              "light_warp_bytes_per_us=%.0f,max_dominant_chunk=%d,tma_tile_d128_us=%.2f,tma_item_gap_d128_us=%.2f,"
+              "light_item_d128_us=%.2f,light_warp_d128_bytes_per_us=%.0f,max_dominant_chunk_d128=%d\n",
               best.tma_tile_us, best.tma_item_gap_us, best.light_item_us, best.light_tile_us,
-              best.light_warp_bytes_per_us);
+              best.light_warp_bytes_per_us, best.max_dominant_chunk, best.tma_tile_d128_us, best.tma_item_gap_d128_us,
+              best.light_item_d128_us, best.light_warp_d128_bytes_per_us, best.max_dominant_chunk_d128);
   return 0;
 }
 
