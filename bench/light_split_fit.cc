@@ -35,15 +35,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
-#include <iterator>
+#include <istream>
 #include <map>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "attention/testing/random_plan.h"
 #include "attention/work_plan.h"
 #include "sdk/base/rng.h"
@@ -170,57 +169,68 @@ void PrintPicks(const std::vector<Shape>& shapes, const Score& score) {
   }
 }
 
-// A head dim's rates (the ones its grid varies) and a score.
-void PrintRates(const DeviceModel& d, int32_t head_dim, const Score& score) {
+// The DeviceModel fields a head dim's grid varies (light_tile_us, shared by
+// both head dims, only in head dim 64's), with their names and grid values.
+struct DimRates {
+  const char* names[5];
+  double DeviceModel::*tile;
+  double DeviceModel::*gap;
+  double DeviceModel::*item;
+  double DeviceModel::*bytes;
+  int32_t DeviceModel::*cap;
+  double tile_from, gap_from;
+  int tile_steps, gap_steps;
+  std::vector<double> bytes_grid;
+};
+DimRates RatesOf(int32_t head_dim) {
   if (head_dim == kLightHeadDim) {
-    std::printf("tma_tile_us %.2f tma_item_gap_us %.2f light_item_us %.2f light_tile_us %.2f "
-                "light_warp_bytes_per_us %.0f max_dominant_chunk %d",
-                d.tma_tile_us, d.tma_item_gap_us, d.light_item_us, d.light_tile_us, d.light_warp_bytes_per_us,
-                d.max_dominant_chunk);
-  } else {
-    std::printf("tma_tile_d128_us %.2f tma_item_gap_d128_us %.2f light_item_d128_us %.2f "
-                "light_warp_d128_bytes_per_us %.0f max_dominant_chunk_d128 %d",
-                d.tma_tile_d128_us, d.tma_item_gap_d128_us, d.light_item_d128_us, d.light_warp_d128_bytes_per_us,
-                d.max_dominant_chunk_d128);
+    return {{"tma_tile_us", "tma_item_gap_us", "light_item_us", "light_warp_bytes_per_us", "max_dominant_chunk"},
+            &DeviceModel::tma_tile_us, &DeviceModel::tma_item_gap_us, &DeviceModel::light_item_us,
+            &DeviceModel::light_warp_bytes_per_us, &DeviceModel::max_dominant_chunk,
+            0.45, 1.5, 8, 10, {3.55e3, 5e3}};
   }
-  std::printf(": log regret %.3f, worst %.3fx\n", score.log_regret, score.worst);
+  return {{"tma_tile_d128_us", "tma_item_gap_d128_us", "light_item_d128_us", "light_warp_d128_bytes_per_us",
+           "max_dominant_chunk_d128"},
+          &DeviceModel::tma_tile_d128_us, &DeviceModel::tma_item_gap_d128_us, &DeviceModel::light_item_d128_us,
+          &DeviceModel::light_warp_d128_bytes_per_us, &DeviceModel::max_dominant_chunk_d128,
+          0.75, 2.0, 7, 9, {5e3, 7.2e3, 1e4}};
+}
+
+// "name value ..." of a head dim's rates; with `sep` "=" and ",": BANYAN_BENCH_RATES's form.
+std::string RatesText(const DeviceModel& d, int32_t head_dim, const char* sep, const char* between) {
+  const DimRates r = RatesOf(head_dim);
+  std::string out = absl::StrFormat("%s%s%.2f%s%s%s%.2f%s%s%s%.2f%s%s%s%.0f%s%s%s%d", r.names[0], sep, d.*r.tile,
+                                    between, r.names[1], sep, d.*r.gap, between, r.names[2], sep, d.*r.item, between,
+                                    r.names[3], sep, d.*r.bytes, between, r.names[4], sep, d.*r.cap);
+  if (head_dim == kLightHeadDim) absl::StrAppendFormat(&out, "%slight_tile_us%s%.2f", between, sep, d.light_tile_us);
+  return out;
+}
+
+void PrintRates(const DeviceModel& d, int32_t head_dim, const Score& score) {
+  std::printf("%s: log regret %.3f, worst %.3fx\n", RatesText(d, head_dim, " ", " ").c_str(), score.log_regret,
+              score.worst);
 }
 
 // The rate sets a head dim's grid tries, each a copy of `base` with that head
-// dim's rates changed.
+// dim's rates changed (tile rate in 0.1 us steps, item gap in 0.5 us steps).
 std::vector<DeviceModel> Grid(const DeviceModel& base, int32_t head_dim) {
+  const DimRates r = RatesOf(head_dim);
+  const std::vector<double> light_tiles =
+      head_dim == kLightHeadDim ? std::vector<double>{1.5, 2.3, 3.0} : std::vector<double>{base.light_tile_us};
   std::vector<DeviceModel> out;
   for (const int32_t cap : {1024, 2048, 4096}) {
-    if (head_dim == kLightHeadDim) {
-      for (int tile_step = 0; tile_step <= 7; ++tile_step) {  // tma_tile_us 0.45 .. 1.15
-        for (int gap_step = 0; gap_step <= 9; ++gap_step) {   // tma_item_gap_us 1.5 .. 6.0
-          for (const double item : {1.0, 2.3}) {
-            for (const double light_tile : {1.5, 2.3, 3.0}) {
-              for (const double bytes : {3.55e3, 5e3}) {
-                DeviceModel d = base;
-                d.tma_tile_us = 0.45 + 0.1 * tile_step;
-                d.tma_item_gap_us = 1.5 + 0.5 * gap_step;
-                d.light_item_us = item;
-                d.light_tile_us = light_tile;
-                d.light_warp_bytes_per_us = bytes;
-                d.max_dominant_chunk = cap;
-                out.push_back(d);
-              }
-            }
-          }
-        }
-      }
-    } else {
-      for (int tile_step = 0; tile_step <= 6; ++tile_step) {  // tma_tile_d128_us 0.75 .. 1.35
-        for (int gap_step = 0; gap_step <= 8; ++gap_step) {   // tma_item_gap_d128_us 2.0 .. 6.0
-          for (const double item : {1.0, 2.3}) {
-            for (const double bytes : {5e3, 7.2e3, 1e4}) {
+    for (int tile_step = 0; tile_step < r.tile_steps; ++tile_step) {
+      for (int gap_step = 0; gap_step < r.gap_steps; ++gap_step) {
+        for (const double item : {1.0, 2.3}) {
+          for (const double light_tile : light_tiles) {
+            for (const double bytes : r.bytes_grid) {
               DeviceModel d = base;
-              d.tma_tile_d128_us = 0.75 + 0.1 * tile_step;
-              d.tma_item_gap_d128_us = 2.0 + 0.5 * gap_step;
-              d.light_item_d128_us = item;
-              d.light_warp_d128_bytes_per_us = bytes;
-              d.max_dominant_chunk_d128 = cap;
+              d.*r.tile = r.tile_from + 0.1 * tile_step;
+              d.*r.gap = r.gap_from + 0.5 * gap_step;
+              d.*r.item = item;
+              d.*r.bytes = bytes;
+              d.*r.cap = cap;
+              d.light_tile_us = light_tile;
               out.push_back(d);
             }
           }
@@ -229,6 +239,17 @@ std::vector<DeviceModel> Grid(const DeviceModel& base, int32_t head_dim) {
     }
   }
   return out;
+}
+
+// `to` with head dim `head_dim`'s rates from `from`.
+void CopyRates(const DeviceModel& from, int32_t head_dim, DeviceModel* to) {
+  const DimRates r = RatesOf(head_dim);
+  to->*r.tile = from.*r.tile;
+  to->*r.gap = from.*r.gap;
+  to->*r.item = from.*r.item;
+  to->*r.bytes = from.*r.bytes;
+  to->*r.cap = from.*r.cap;
+  if (head_dim == kLightHeadDim) to->light_tile_us = from.light_tile_us;
 }
 
 int Main(int argc, char** argv) {
@@ -274,29 +295,11 @@ int Main(int argc, char** argv) {
       if (i == 0) PrintPicks(shapes, results[i].first);
     }
     std::printf("\n");
-    const DeviceModel& d = results.front().second;
-    if (head_dim == kLightHeadDim) {
-      best.tma_tile_us = d.tma_tile_us;
-      best.tma_item_gap_us = d.tma_item_gap_us;
-      best.light_item_us = d.light_item_us;
-      best.light_tile_us = d.light_tile_us;
-      best.light_warp_bytes_per_us = d.light_warp_bytes_per_us;
-      best.max_dominant_chunk = d.max_dominant_chunk;
-    } else {
-      best.tma_tile_d128_us = d.tma_tile_d128_us;
-      best.tma_item_gap_d128_us = d.tma_item_gap_d128_us;
-      best.light_item_d128_us = d.light_item_d128_us;
-      best.light_warp_d128_bytes_per_us = d.light_warp_d128_bytes_per_us;
-      best.max_dominant_chunk_d128 = d.max_dominant_chunk_d128;
-    }
+    CopyRates(results.front().second, head_dim, &best);
   }
   // For attention_bench, to time the fit before compiling it in.
-  std::printf("BANYAN_BENCH_RATES=tma_tile_us=%.2f,tma_item_gap_us=%.2f,light_item_us=%.2f,light_tile_us=%.2f,"
-              "light_warp_bytes_per_us=%.0f,max_dominant_chunk=%d,tma_tile_d128_us=%.2f,tma_item_gap_d128_us=%.2f,"
-              "light_item_d128_us=%.2f,light_warp_d128_bytes_per_us=%.0f,max_dominant_chunk_d128=%d\n",
-              best.tma_tile_us, best.tma_item_gap_us, best.light_item_us, best.light_tile_us,
-              best.light_warp_bytes_per_us, best.max_dominant_chunk, best.tma_tile_d128_us, best.tma_item_gap_d128_us,
-              best.light_item_d128_us, best.light_warp_d128_bytes_per_us, best.max_dominant_chunk_d128);
+  std::printf("BANYAN_BENCH_RATES=%s,%s\n", RatesText(best, kLightHeadDim, "=", ",").c_str(),
+              RatesText(best, 128, "=", ",").c_str());
   return 0;
 }
 
