@@ -26,9 +26,11 @@
 // count may be another plan), that plan's time (at a light count that was not
 // measured: the slower of the two measured counts around it with the same
 // chunks; at a chunk count never measured: the shape's slowest time, so the
-// fit does not reward guesses), the log of that over the shape's best, summed. Prints the current DeviceModel's picks and score,
-// then the TOP (default 5) rate sets of a grid with their picks. A CPU tool: no
-// device needed once the measurements are taken.
+// fit does not reward guesses), the log of that over the shape's best,
+// summed. Per head dim: the current DeviceModel's picks and score, then the
+// TOP (default 5) rate sets of a grid with their picks; last, the best rates
+// as a BANYAN_BENCH_RATES line for attention_bench. A CPU tool: no device
+// needed once the measurements are taken.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
