@@ -161,17 +161,16 @@ int32_t ChunkLength(int32_t length, int32_t wanted, const DeviceModel& device) {
 }
 
 // The chunk counts a dominant segment of `length` tokens can have (each
-// count's chunks of whole tiles, at most DeviceModel::max_dominant_chunk or
-// max_dominant_chunk_d128 tokens), with their tiles per chunk.
+// count's chunks of whole tiles, at most `max_chunk` tokens: LightRates'
+// max_dominant_chunk), with their tiles per chunk.
 struct ChunkChoice {
   int32_t chunks, tiles;
 };
-std::vector<ChunkChoice> DominantChunkChoices(int32_t length, int32_t head_dim, const DeviceModel& device) {
+std::vector<ChunkChoice> DominantChunkChoices(int32_t length, int32_t max_chunk, const DeviceModel& device) {
   std::vector<ChunkChoice> out;
   for (int32_t wanted = 1; wanted <= 64; ++wanted) {
     const int32_t len = ChunkLength(length, wanted, device);
-    const int32_t cap = head_dim == kLightHeadDim ? device.max_dominant_chunk : device.max_dominant_chunk_d128;
-    if (CeilDiv(length, len) == wanted && len <= cap) out.push_back({wanted, len / kKvTile});
+    if (CeilDiv(length, len) == wanted && len <= max_chunk) out.push_back({wanted, len / kKvTile});
   }
   return out;
 }
@@ -204,28 +203,34 @@ double HeavySideUs(const LightLoad& load, const DeviceModel& device, const std::
 }
 
 // The light split's rates at a head dim (DeviceModel): light warps per CTA,
-// a light warp's KV read rate, a heavy tile's time, a heavy CTA's cost per
-// item, what a light item costs a CTA that runs it among heavy items, and the
-// cap on all light reads together (none at kLightHeadDim, whose rates were
-// fitted without it).
+// a light warp's KV read rate and its time per light item (besides
+// light_tile_us per tile), a heavy tile's time, a heavy CTA's cost per item,
+// what a light item costs a CTA that runs it among heavy items, the cap on
+// all light reads together (none at kLightHeadDim, whose rates were fitted
+// without it), and the longest dominant chunk the split considers.
 struct LightRates {
-  double warps, warp_bytes_per_us, tile_us, item_gap_us, mixed_item_us, hbm_bytes_per_us;
+  double warps, warp_bytes_per_us, light_item_us, tile_us, item_gap_us, mixed_item_us, hbm_bytes_per_us;
+  int32_t max_dominant_chunk;
 };
 LightRates LightRatesFor(const DeviceModel& d, int32_t head_dim) {
   if (head_dim == kLightHeadDim) {
     return {.warps = kLightCtaWarps,
             .warp_bytes_per_us = d.light_warp_bytes_per_us,
+            .light_item_us = d.light_item_us,
             .tile_us = d.tma_tile_us,
             .item_gap_us = d.tma_item_gap_us,
             .mixed_item_us = d.tma_light_item_us,
-            .hbm_bytes_per_us = std::numeric_limits<double>::infinity()};
+            .hbm_bytes_per_us = std::numeric_limits<double>::infinity(),
+            .max_dominant_chunk = d.max_dominant_chunk};
   }
   return {.warps = static_cast<double>(LightCtaWarps(head_dim)),
           .warp_bytes_per_us = d.light_warp_d128_bytes_per_us,
+          .light_item_us = d.light_item_d128_us,
           .tile_us = d.tma_tile_d128_us,
           .item_gap_us = d.tma_item_gap_d128_us,
           .mixed_item_us = d.tma_light_item_d128_us,
-          .hbm_bytes_per_us = d.light_hbm_bytes_per_us};
+          .hbm_bytes_per_us = d.light_hbm_bytes_per_us,
+          .max_dominant_chunk = d.max_dominant_chunk_d128};
 }
 
 // How many of `ctas` CTAs take the light items (WorkShape::light_ctas): the
@@ -242,9 +247,10 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Devic
                       int32_t* dominant_chunks) {
   *dominant_chunks = 0;
   if (load.light_items == 0.0 || load.heavy_tiles == 0.0 || ctas < 2) return 0;
-  const std::vector<ChunkChoice> choices =
-      load.dominant >= 0 ? DominantChunkChoices(load.dominant_length, shape.head_dim, device) : std::vector<ChunkChoice>{};
   const LightRates rates = LightRatesFor(device, shape.head_dim);
+  const std::vector<ChunkChoice> choices = load.dominant >= 0
+                                               ? DominantChunkChoices(load.dominant_length, rates.max_dominant_chunk, device)
+                                               : std::vector<ChunkChoice>{};
   if (shape.light_ctas > 0) {
     const int32_t k = std::min(shape.light_ctas, ctas - 1);
     HeavySideUs(load, device, choices, rates.tile_us, rates.item_gap_us, ctas - k, dominant_chunks);
@@ -412,6 +418,7 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   std::vector<char>& light_segment = x.light_segment;
   light_segment.assign(segments, 0);
   LightLoad load;
+  const LightRates light_rates = LightRatesFor(device, shape.head_dim);
   double heavy_cost = 0.0, light_cost = 0.0;  // the model's, of each kind of segment
   for (int32_t s = 0; s < segments; ++s) {
     const int32_t entries = plan.segment_entry_indptr[s + 1] - plan.segment_entry_indptr[s];
@@ -454,8 +461,8 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
       load.light_items += shape.num_kv_heads;
       load.light_tiles += CeilDiv(seen, kKvTile) * shape.num_kv_heads;
       load.light_bytes += 2.0 * seen * shape.head_dim * shape.kv_dtype_bytes * shape.num_kv_heads;
-      const double item_us = shape.head_dim == kLightHeadDim ? device.light_item_us : device.light_item_d128_us;
-      load.light_chains += (item_us + device.light_tile_us * CeilDiv(seen, kKvTile)) * shape.num_kv_heads;
+      load.light_chains +=
+          (light_rates.light_item_us + device.light_tile_us * CeilDiv(seen, kKvTile)) * shape.num_kv_heads;
     }
   }
   // 1b. Light CTAs (WorkShape::light_ctas): the last `light` CTAs take the

@@ -28,6 +28,7 @@
 #ifndef BANYAN_ATTENTION_WORK_PLAN_H_
 #define BANYAN_ATTENTION_WORK_PLAN_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -310,6 +311,11 @@ struct WorkPlan {
   int32_t batched_segments = 0;
   int32_t flattened_segments = 0;
   double estimated_us = 0.0;  // the model's makespan (max CTA load)
+  // The most split-K chunks of any entry (in a two-level tree: the shared
+  // prefix's); 0 for a plan without entries.
+  int32_t most_chunks() const {
+    return entry_num_chunks.empty() ? 0 : *std::max_element(entry_num_chunks.begin(), entry_num_chunks.end());
+  }
 };
 
 // Cuts `plan` into items for `shape` on `device`. REQUIRES: plan.Validate()

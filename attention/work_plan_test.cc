@@ -843,7 +843,7 @@ TEST(WorkPlanLightTest, LightItemsGetCtasOfTheirOwnWhereThatPays) {
   const WorkPlan big_split = BuildWorkPlan(big.plan, {32, 8, 64, 2, kTileRows, 0, true, -1}, device, PathChoice::kAuto);
   EXPECT_GT(big_split.light_cta_begin, device.num_ctas() * 3 / 4);
   EXPECT_LT(big_split.light_cta_begin, device.num_ctas());
-  EXPECT_EQ(*std::max_element(big_split.entry_num_chunks.begin(), big_split.entry_num_chunks.end()), 4);
+  EXPECT_EQ(big_split.most_chunks(), 4);
 }
 
 // WorkShape::light_chunks (benchmarks: the split's two choices timed apart)
@@ -854,16 +854,14 @@ TEST(WorkPlanLightTest, ForcedChunksCutTheSharedPrefix) {
   const DeviceModel device;
   Rng rng(3);
   const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, 256}, {2048, 64}), {}, rng);
-  const auto prefix_chunks = [](const WorkPlan& w) {
-    return *std::max_element(w.entry_num_chunks.begin(), w.entry_num_chunks.end());
-  };
+
   WorkShape shape{32, 8, 64, 2};
   shape.light_ctas = 46;
   for (const auto& [asked, tiles] : {std::pair{2, 16}, std::pair{3, 11}, std::pair{4, 8}, std::pair{6, 6}}) {
     shape.light_chunks = asked;
     const WorkPlan w = BuildWorkPlan(tree.plan, shape, device, PathChoice::kAuto);
     EXPECT_EQ(device.num_ctas() - w.light_cta_begin, 46);
-    EXPECT_EQ(prefix_chunks(w), asked);
+    EXPECT_EQ(w.most_chunks(), asked);
     int32_t longest = 0;
     for (const WorkItem& it : w.items) longest = std::max(longest, it.kv_end - it.kv_begin);
     EXPECT_EQ(longest, tiles * kKvTile) << asked << " chunks";
@@ -878,9 +876,9 @@ TEST(WorkPlanLightTest, ForcedChunksCutTheSharedPrefix) {
   WorkPlanner planner;
   shape.light_ctas = 46;
   shape.light_chunks = 2;
-  EXPECT_EQ(prefix_chunks(planner.Plan(tree.plan, shape, device, PathChoice::kAuto)), 2);
+  EXPECT_EQ(planner.Plan(tree.plan, shape, device, PathChoice::kAuto).most_chunks(), 2);
   shape.light_chunks = 4;
-  EXPECT_EQ(prefix_chunks(planner.Plan(tree.plan, shape, device, PathChoice::kAuto)), 4);
+  EXPECT_EQ(planner.Plan(tree.plan, shape, device, PathChoice::kAuto).most_chunks(), 4);
 }
 
 TEST(WorkPlanCostTest, BatchingWinsWhenManyRowsShareKv) {

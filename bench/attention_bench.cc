@@ -443,8 +443,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   state.counters["items"] = static_cast<double>((*runner)->work_plan().items.size());
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
   state.counters["light_ctas"] = (*runner)->grid_size() - (*runner)->work_plan().light_cta_begin;
-  const std::vector<int32_t>& entry_chunks = (*runner)->work_plan().entry_num_chunks;
-  state.counters["chunks"] = entry_chunks.empty() ? 0 : *std::max_element(entry_chunks.begin(), entry_chunks.end());
+  state.counters["chunks"] = (*runner)->work_plan().most_chunks();
   state.counters["placement"] = static_cast<int>((*runner)->work_plan().placement);  // 0 chunks, 1 stream-K, 2 one wave
   Row& row = Results()[shape.name];
   row.floor = floor_us;

@@ -135,10 +135,7 @@ PlanKey Pick(const Shape& s, const DeviceModel& device) {
   WorkShape shape{s.q_heads, s.kv_heads, s.head_dim, 2};
   shape.light_ctas = -1;
   const WorkPlan work = BuildWorkPlan(s.plan, shape, device, PathChoice::kAuto);
-  const int32_t chunks = work.entry_num_chunks.empty()
-                             ? 0
-                             : *std::max_element(work.entry_num_chunks.begin(), work.entry_num_chunks.end());
-  return {device.num_ctas() - work.light_cta_begin, chunks};
+  return {device.num_ctas() - work.light_cta_begin, work.most_chunks()};
 }
 
 struct Score {

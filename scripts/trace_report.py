@@ -6,7 +6,8 @@ Two sources write the same words, one line per CTA, "<key>|<cta>|w0|w1|...":
     "merge <variant> <shape>"; timer words 0, 2, 3 (merge CTAs 0-2) already relative to the first CTA's start;
   - the engine diag build (bench/experiments/engine_trace_diag_s34.patch): keys "item pass P layer L" and
     "merge pass P layer L", every word raw; its word 18 is when the CTA's dependency wait returned; with
-    heavy_start_trace_s35.patch also words 20-27, the heavy CTAs' start chain (kernels/params.cuh in that patch).
+    heavy_start_trace_s35.patch also words 20-27, the heavy CTAs' start chain (kernels/params.cuh in that patch),
+    with heavy_start_trace_s36.patch also 28-29 (the items warp and the KV producer reaching their code).
 
   python3 scripts/trace_report.py DUMP [DUMP ...]
 
