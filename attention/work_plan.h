@@ -169,19 +169,23 @@ struct DeviceModel {
   // H100, session 36, forced chunk counts: one 2,048-token item per row block
   // beat two and three by 6-13% on the 256 x 2K rows past S64 and on
   // L1024 P2048 S64, two 2,048-token items beat four of 1,024 on L1024 P4096
-  // by 8-12%. At head dim 128 (max_dominant_chunk_d128), 1,024: not measured
-  // longer (without light CTAs one 2,048-token item per row block measured
-  // 59 us vs 55 on the engine row, PERF_NOTES session 7).
+  // by 8-12%. At head dim 128 (max_dominant_chunk_d128), 2,048: H100,
+  // session 37, the 24 D 128 rows at forced light and chunk counts
+  // (bench/light_sweep_d128_h100_s37.txt): with light CTAs one 2,048-token
+  // item per row block beat two of 1,024 by 8-12% (h32/8 L256 P2048 S64,
+  // L1024 P2048 S64).
   int32_t max_dominant_chunk = 4096;
-  int32_t max_dominant_chunk_d128 = 1024;
+  int32_t max_dominant_chunk_d128 = 2048;
   // At head dim 128 (six light warps per light CTA, 32 KB a tile; H100,
-  // session 26, h32/8 ordered pages): a heavy CTA runs a tile in
+  // session 26, h32/8 ordered pages; tma_tile_d128_us refitted in session 37
+  // with the cap above, bench/light_split_fit: log regret 0.373 -> 0.162 over
+  // the 24 rows, every other rate flat there): a heavy CTA runs a tile in
   // tma_tile_d128_us and loses about
   // tma_item_gap_d128_us between items, a light item costs a heavy CTA about
   // tma_light_item_d128_us, a light warp reads light_warp_d128_bytes_per_us
   // and keeps an item light_item_d128_us + light_tile_us per tile;
   // and light items on any CTAs read at most light_hbm_bytes_per_us together.
-  double tma_tile_d128_us = 1.05;
+  double tma_tile_d128_us = 0.95;
   double tma_item_gap_d128_us = 5.0;
   double tma_light_item_d128_us = 1.4;
   double light_warp_d128_bytes_per_us = 7.2e3;
