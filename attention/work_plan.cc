@@ -234,8 +234,8 @@ LightRates LightRatesFor(const DeviceModel& d, int32_t head_dim) {
 }
 
 // How many of `ctas` CTAs take the light items (WorkShape::light_ctas): the
-// forced count, or the model's (DeviceModel's TMA kernel rates, LightRatesFor
-// the head dim): the count whose slower side ends first, the heavy side's
+// forced count, or the model's (`rates`: LightRatesFor the shape's head
+// dim): the count whose slower side ends first, the heavy side's
 // tiles and items over its CTAs, the light side bound by bytes per light
 // warp and in all, or by its items' chains over the light warps; none unless
 // that beats the unsplit kernel (everything spread over every CTA) by
@@ -243,14 +243,13 @@ LightRates LightRatesFor(const DeviceModel& d, int32_t head_dim) {
 // on every CTA's rings).
 // *dominant_chunks: the chunk count of the dominant heavy segment that count
 // was judged with (HeavySideUs; 0: the planner's own).
-int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const DeviceModel& device, int32_t ctas,
-                      int32_t* dominant_chunks) {
+int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const LightRates& rates, const DeviceModel& device,
+                      int32_t ctas, int32_t* dominant_chunks) {
   *dominant_chunks = 0;
   if (load.light_items == 0.0 || load.heavy_tiles == 0.0 || ctas < 2) return 0;
-  const LightRates rates = LightRatesFor(device, shape.head_dim);
-  const std::vector<ChunkChoice> choices = load.dominant >= 0
-                                               ? DominantChunkChoices(load.dominant_length, rates.max_dominant_chunk, device)
-                                               : std::vector<ChunkChoice>{};
+  const std::vector<ChunkChoice> choices =
+      load.dominant >= 0 ? DominantChunkChoices(load.dominant_length, rates.max_dominant_chunk, device)
+                         : std::vector<ChunkChoice>{};
   if (shape.light_ctas > 0) {
     const int32_t k = std::min(shape.light_ctas, ctas - 1);
     HeavySideUs(load, device, choices, rates.tile_us, rates.item_gap_us, ctas - k, dominant_chunks);
@@ -470,8 +469,8 @@ void WorkPlanner::Build(const AttentionPlan& plan, const WorkShape& shape, const
   const int32_t ctas = device.num_ctas();
   int32_t dominant_chunks = 0;
   const bool light_dim = shape.head_dim == kLightHeadDim || shape.head_dim == 128;
-  const int32_t light = shape.light_ctas != 0 && light_dim ? LightCtaCount(load, shape, device, ctas, &dominant_chunks)
-                                                           : 0;
+  const int32_t light =
+      shape.light_ctas != 0 && light_dim ? LightCtaCount(load, shape, light_rates, device, ctas, &dominant_chunks) : 0;
   if (light > 0 && shape.light_chunks > 0) dominant_chunks = shape.light_chunks;
   out.light_cta_begin = ctas - light;
   // 2. Chunks: every item costs about total / CTAs (one per CTA; the short

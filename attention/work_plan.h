@@ -180,11 +180,11 @@ struct DeviceModel {
   // session 26, h32/8 ordered pages; tma_tile_d128_us refitted in session 37
   // with the cap above, bench/light_split_fit: log regret 0.373 -> 0.162 over
   // the 24 rows, every other rate flat there): a heavy CTA runs a tile in
-  // tma_tile_d128_us and loses about
-  // tma_item_gap_d128_us between items, a light item costs a heavy CTA about
-  // tma_light_item_d128_us, a light warp reads light_warp_d128_bytes_per_us
-  // and keeps an item light_item_d128_us + light_tile_us per tile;
-  // and light items on any CTAs read at most light_hbm_bytes_per_us together.
+  // tma_tile_d128_us and loses about tma_item_gap_d128_us between items, a
+  // light item costs a heavy CTA about tma_light_item_d128_us, a light warp
+  // reads light_warp_d128_bytes_per_us and keeps an item light_item_d128_us +
+  // light_tile_us per tile, and light items on any CTAs read at most
+  // light_hbm_bytes_per_us together.
   double tma_tile_d128_us = 0.95;
   double tma_item_gap_d128_us = 5.0;
   double tma_light_item_d128_us = 1.4;

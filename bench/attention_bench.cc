@@ -57,12 +57,9 @@
 //            about n split-K chunks (0: the cost model's, the default; set_light_chunks);
 //            the row's `chunks` counter says what the plan got
 //   BANYAN_BENCH_RATES=name=value,...            the light split's cost-model rates instead of
-//            DeviceModel's defaults (tma_tile_us, tma_item_gap_us, light_item_us,
-//            light_tile_us, light_warp_bytes_per_us, max_dominant_chunk and their
-//            head dim 128 forms tma_tile_d128_us, tma_item_gap_d128_us,
-//            tma_light_item_d128_us, light_warp_d128_bytes_per_us, light_item_d128_us,
-//            max_dominant_chunk_d128; set_cost_rates), e.g. the line bench/light_split_fit
-//            prints for its best fit
+//            DeviceModel's defaults (names: bench/cost_rates.h kCostRates, e.g.
+//            tma_tile_us or max_dominant_chunk_d128; set_cost_rates), e.g. the line
+//            bench/light_split_fit prints for its best fit
 //   BANYAN_BENCH_STREAM_K=off|auto|always        stream-K placement of plans it can take
 //            (TreeAttention::set_stream_k; default auto)
 //   BANYAN_BENCH_FLUSH=write|read|none           how the L2 is emptied before each timed Run:
@@ -89,6 +86,7 @@
 #include "attention/tree_attention.h"
 #include "bench/bench_median.h"
 #include "bench/bench_status.h"
+#include "bench/cost_rates.h"
 #include "bench/event_timer.h"
 #include "benchmark/benchmark.h"
 #include "sdk/gpu/cuda_status.h"
@@ -179,39 +177,6 @@ void DumpTrace(const char* path, const std::string& key, const unsigned long lon
     std::fprintf(f, "\n");
   }
   std::fclose(f);
-}
-
-// BANYAN_BENCH_RATES's "name=value,..." over DeviceModel's defaults.
-absl::StatusOr<DeviceModel> RatesFromSpec(absl::string_view spec) {
-  DeviceModel rates;
-  const std::map<std::string, double*> fields = {
-      {"tma_tile_us", &rates.tma_tile_us},
-      {"tma_item_gap_us", &rates.tma_item_gap_us},
-      {"light_item_us", &rates.light_item_us},
-      {"light_tile_us", &rates.light_tile_us},
-      {"light_warp_bytes_per_us", &rates.light_warp_bytes_per_us},
-      {"tma_tile_d128_us", &rates.tma_tile_d128_us},
-      {"tma_item_gap_d128_us", &rates.tma_item_gap_d128_us},
-      {"tma_light_item_d128_us", &rates.tma_light_item_d128_us},
-      {"light_warp_d128_bytes_per_us", &rates.light_warp_d128_bytes_per_us},
-      {"light_item_d128_us", &rates.light_item_d128_us}};
-  const std::map<std::string, int32_t*> counts = {{"max_dominant_chunk", &rates.max_dominant_chunk},
-                                                  {"max_dominant_chunk_d128", &rates.max_dominant_chunk_d128}};
-  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
-    const std::vector<absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    const auto field = fields.find(std::string(kv[0]));
-    const auto count = counts.find(std::string(kv[0]));
-    double value = 0.0;
-    int32_t whole = 0;
-    if (kv.size() == 2 && field != fields.end() && absl::SimpleAtod(kv[1], &value) && value > 0.0) {
-      *field->second = value;
-    } else if (kv.size() == 2 && count != counts.end() && absl::SimpleAtoi(kv[1], &whole) && whole > 0) {
-      *count->second = whole;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("BANYAN_BENCH_RATES: bad entry \"", item, "\""));
-    }
-  }
-  return rates;
 }
 
 void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
@@ -309,7 +274,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
     (*runner)->set_light_chunks(std::atoi(chunks));
   }
   if (const char* spec = std::getenv("BANYAN_BENCH_RATES"); spec != nullptr) {
-    absl::StatusOr<DeviceModel> rates = RatesFromSpec(spec);
+    absl::StatusOr<DeviceModel> rates = bench::ParseCostRates(spec);
     BENCH_OK(rates.status());
     (*runner)->set_cost_rates(*rates);
   }

@@ -45,8 +45,11 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "attention/testing/random_plan.h"
 #include "attention/work_plan.h"
+#include "bench/cost_rates.h"
 #include "sdk/base/rng.h"
 
 namespace banyan::attention {
@@ -157,21 +160,22 @@ Score ScoreOf(const std::vector<Shape>& shapes, const DeviceModel& device) {
 void PrintPicks(const std::vector<Shape>& shapes, const Score& score) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
+    const double best_us = Best(s);
     PlanKey best{};
     for (const auto& [plan, us] : s.us) {
-      if (us == Best(s)) best = plan;
+      if (us == best_us) best = plan;
     }
     const PlanKey pick = score.picks[i];
+    const double pick_us = TimeAt(s, pick);
     std::printf("  h%d/%d D%d L%d P%d S%d: picks %d light CTAs, %d chunks (%.1f us, %.3fx the best: %d, %d, %.1f us)\n",
-                s.q_heads, s.kv_heads, s.head_dim, s.leaves, s.prefix, s.suffix, pick.first, pick.second,
-                TimeAt(s, pick), TimeAt(s, pick) / Best(s), best.first, best.second, Best(s));
+                s.q_heads, s.kv_heads, s.head_dim, s.leaves, s.prefix, s.suffix, pick.first, pick.second, pick_us,
+                pick_us / best_us, best.first, best.second, best_us);
   }
 }
 
 // The DeviceModel fields a head dim's grid varies (light_tile_us, shared by
-// both head dims, only in head dim 64's), with their names and grid values.
+// both head dims, only in head dim 64's), with their grid values.
 struct DimRates {
-  const char* names[5];
   double DeviceModel::*tile;
   double DeviceModel::*gap;
   double DeviceModel::*item;
@@ -183,26 +187,40 @@ struct DimRates {
 };
 DimRates RatesOf(int32_t head_dim) {
   if (head_dim == kLightHeadDim) {
-    return {{"tma_tile_us", "tma_item_gap_us", "light_item_us", "light_warp_bytes_per_us", "max_dominant_chunk"},
-            &DeviceModel::tma_tile_us, &DeviceModel::tma_item_gap_us, &DeviceModel::light_item_us,
-            &DeviceModel::light_warp_bytes_per_us, &DeviceModel::max_dominant_chunk,
-            0.45, 1.5, 8, 10, {3.55e3, 5e3}};
+    return {&DeviceModel::tma_tile_us,
+            &DeviceModel::tma_item_gap_us,
+            &DeviceModel::light_item_us,
+            &DeviceModel::light_warp_bytes_per_us,
+            &DeviceModel::max_dominant_chunk,
+            0.45,
+            1.5,
+            8,
+            10,
+            {3.55e3, 5e3}};
   }
-  return {{"tma_tile_d128_us", "tma_item_gap_d128_us", "light_item_d128_us", "light_warp_d128_bytes_per_us",
-           "max_dominant_chunk_d128"},
-          &DeviceModel::tma_tile_d128_us, &DeviceModel::tma_item_gap_d128_us, &DeviceModel::light_item_d128_us,
-          &DeviceModel::light_warp_d128_bytes_per_us, &DeviceModel::max_dominant_chunk_d128,
-          0.75, 2.0, 7, 9, {5e3, 7.2e3, 1e4}};
+  return {&DeviceModel::tma_tile_d128_us,
+          &DeviceModel::tma_item_gap_d128_us,
+          &DeviceModel::light_item_d128_us,
+          &DeviceModel::light_warp_d128_bytes_per_us,
+          &DeviceModel::max_dominant_chunk_d128,
+          0.75,
+          2.0,
+          7,
+          9,
+          {5e3, 7.2e3, 1e4}};
 }
 
-// "name value ..." of a head dim's rates; with `sep` "=" and ",": BANYAN_BENCH_RATES's form.
-std::string RatesText(const DeviceModel& d, int32_t head_dim, const char* sep, const char* between) {
+// "name value ..." of a head dim's rates (names: bench/cost_rates.h); with
+// `sep` "=" and `between` ",": BANYAN_BENCH_RATES's form.
+std::string RatesText(const DeviceModel& d, int32_t head_dim, absl::string_view sep, absl::string_view between) {
   const DimRates r = RatesOf(head_dim);
-  std::string out = absl::StrFormat("%s%s%.2f%s%s%s%.2f%s%s%s%.2f%s%s%s%.0f%s%s%s%d", r.names[0], sep, d.*r.tile,
-                                    between, r.names[1], sep, d.*r.gap, between, r.names[2], sep, d.*r.item, between,
-                                    r.names[3], sep, d.*r.bytes, between, r.names[4], sep, d.*r.cap);
-  if (head_dim == kLightHeadDim) absl::StrAppendFormat(&out, "%slight_tile_us%s%.2f", between, sep, d.light_tile_us);
-  return out;
+  std::vector<const bench::CostRate*> rates = {bench::CostRateOf(r.tile), bench::CostRateOf(r.gap),
+                                               bench::CostRateOf(r.item), bench::CostRateOf(r.bytes),
+                                               bench::CostRateOf(r.cap)};
+  if (head_dim == kLightHeadDim) rates.push_back(bench::CostRateOf(&DeviceModel::light_tile_us));
+  std::vector<std::string> parts;
+  for (const bench::CostRate* rate : rates) parts.push_back(bench::CostRateText(d, *rate, sep));
+  return absl::StrJoin(parts, between);
 }
 
 void PrintRates(const DeviceModel& d, int32_t head_dim, const Score& score) {
