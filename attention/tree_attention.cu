@@ -20,6 +20,7 @@
 #include "attention/kernels/tree_wgmma.cuh"
 #include "attention/kv_tensor_map.h"
 #include "attention/next_decode_plan.h"
+#include "attention/work_plan_cluster.h"
 #include "banyan/status_macros.h"
 #include "sdk/gpu/cuda_status.h"
 
@@ -156,6 +157,7 @@ enum Array {
   kNumQueries,
   kItemEntry,
   kRowToken,
+  kClusterRows,
   kNumArrays
 };
 
@@ -200,6 +202,7 @@ absl::Status TreeAttention::Upload(const AttentionPlan& plan, cudaStream_t strea
       {&nq, 1},
       {work().item_entry.data(), static_cast<int64_t>(work().item_entry.size())},
       {row_token_.data(), single_token_ ? static_cast<int64_t>(row_token_.size()) : 0},
+      {work().cluster_rows.data(), static_cast<int64_t>(work().cluster_rows.size())},
   };
   // Offsets from each array's power-of-two bucket: the layout changes only
   // when an array crosses one, in either direction (the copy below moves the
@@ -236,6 +239,37 @@ absl::StatusOr<int> TreeAttention::Configured(Kernel* kernel, int threads, int s
   return ctas;
 }
 
+template <typename Kernel>
+absl::StatusOr<int> TreeAttention::ActiveClusters(Kernel* kernel, int threads, int smem_bytes) {
+  const void* key = reinterpret_cast<const void*>(kernel);
+  for (const ClusterCount& c : cluster_counts_) {
+    if (c.kernel == key && c.size == cluster_size_) return c.clusters;
+  }
+  BANYAN_RETURN_IF_ERROR(Configured(kernel, threads, smem_bytes).status());
+  if (cluster_size_ > 8) {  // past the portable size: allowed per kernel
+    BANYAN_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(cluster_size_ * num_sms_);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem_bytes;
+  cudaLaunchAttribute attribute[1] = {};
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = cluster_size_;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  BANYAN_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  if (clusters < 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("attention: no cluster of ", cluster_size_, " CTAs of the cluster kernel fits this device"));
+  }
+  cluster_counts_.push_back(ClusterCount{key, cluster_size_, clusters});
+  return clusters;
+}
+
 absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, cudaStream_t stream,
                                     PlanCheck check) {
   last_prepared_ahead_ = false;
@@ -248,6 +282,7 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   // From here the work plan, the variant and the device copies change: a
   // Prepare that fails past this point leaves no plan to Run.
   prepared_queries_ = -1;
+  cluster_placed_ = false;
   single_token_ = FindSingleTokens(*args.plan, row_token_);
   if (single_token_) {
     planner_.Clear();
@@ -273,7 +308,14 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
   }
   if (args.kv_dtype == DType::kF32) variant_ = KernelVariant::kNarrow;  // no batched items
   // Configures variant_'s kernel and plans for its occupancy.
+  const WorkShape kv_shape{args.num_q_heads, args.layout.num_kv_heads, args.head_dim(),
+                           static_cast<int32_t>(DTypeSize(args.kv_dtype))};
+  const bool cluster_fits = cluster_merge_ && cluster_available() && ClusterPlacementFits(kv_shape) &&
+                            (path == PathChoice::kAuto || path == PathChoice::kBatched);
   auto configure_and_plan = [&]() -> absl::Status {
+    // A cluster placement (set_cluster_merge): the clusters of the variant's cluster kernel that fit at once.
+    const bool place_cluster = cluster_fits && variant_ == KernelVariant::kTma;
+    int clusters = 0, lean_clusters = 0;
     BANYAN_RETURN_IF_ERROR(Dispatch(args.kv_dtype, args.head_dim(), [&](auto tag, auto dim) -> absl::Status {
       using T = typename decltype(tag)::type;
       constexpr int D = decltype(dim)::value;
@@ -292,6 +334,11 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
                                     Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer>,
                                                kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
             ctas_per_sm = std::min(ctas_per_sm, lean_ctas_per_sm);
+            if (place_cluster) {  // the lean split's cluster kernel too (Run picks one by the rings)
+              BANYAN_ASSIGN_OR_RETURN(
+                  lean_clusters, ActiveClusters(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, false, true>,
+                                                kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+            }
             if (light_ctas_ != 0) {  // light CTAs at D 128 (forced or the model's): the instantiations that run them
               BANYAN_RETURN_IF_ERROR(
                   Configured(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, true>, kernels::kTmaThreads,
@@ -303,6 +350,12 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
                       .status());
             }
           }
+          if (place_cluster) {
+            BANYAN_ASSIGN_OR_RETURN(
+                clusters, ActiveClusters(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, D == kLightHeadDim, true>,
+                                         kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+            if (lean_clusters > 0) clusters = std::min(clusters, lean_clusters);
+          }
           return absl::OkStatus();
         }
       }
@@ -310,6 +363,15 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
                                                       kernels::kPersistentSmemBytes<T, D>));
       return absl::OkStatus();
     }));
+    cluster_placed_ = clusters > 0;
+    if (cluster_placed_) {
+      planner_.Clear();
+      cluster_plan_ =
+          BuildClusterWorkPlan(*args.plan, kv_shape,
+                               ClusterGrid{cluster_size_, clusters, cluster_query_parts_});
+      grid_ = clusters * cluster_size_;
+      return absl::OkStatus();
+    }
     DeviceModel device = cost_rates_;
     device.num_sms = num_sms_;
     device.ctas_per_sm = ctas_per_sm;
@@ -440,10 +502,12 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   p.row_slot_indptr = blob + offsets_[kRowSlotIndptr];
   p.num_queries = blob + offsets_[kNumQueries];
   p.query_items = blob + offsets_[kQueryItems];
+  p.cluster_rows = cluster_placed_ ? blob + offsets_[kClusterRows] : nullptr;
   const bool tma = variant_ == KernelVariant::kTma && !single_token_;
-  // kTma has neither merge inside its launch: its rows always go to the merge kernel (also when the
-  // grid merge was switched on after the Prepare that chose kTma).
-  const bool grid_merge = grid_merge_ && !tma;
+  // kTma merges inside its launch only with a cluster placement (set_cluster_merge); else its rows go to the
+  // merge kernel (also when the grid merge was switched on after the Prepare that chose kTma).
+  const bool cluster = cluster_placed_ && !single_token_;
+  const bool grid_merge = grid_merge_ && !tma && !cluster;
   const bool fused = !tma && !grid_merge && fused_merge_ && work().fused_merge;
   if (tma) {
     if (reinterpret_cast<uintptr_t>(args.q) % 16 != 0) {
@@ -500,13 +564,21 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
     cooperative[0].val.cooperative = 1;
     items.attrs = cooperative;
     items.numAttrs = grid_merge ? 1 : 0;
-    cudaLaunchAttribute start_overlap[1] = {};
-    start_overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    start_overlap[0].val.programmaticStreamSerializationAllowed = 1;
+    // kTma: the programmatic start (set_overlap_start), then with a cluster placement the cluster shape.
+    cudaLaunchAttribute tma_attrs[2] = {};
+    int tma_num_attrs = 0;
+    if (overlap_start_ && pdl_supported_) {
+      tma_attrs[tma_num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      tma_attrs[tma_num_attrs++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster) {
+      tma_attrs[tma_num_attrs].id = cudaLaunchAttributeClusterDimension;
+      tma_attrs[tma_num_attrs++].val.clusterDim = {static_cast<unsigned>(cluster_size_), 1, 1};
+    }
     if (tma) {  // 16-bit KV only (Prepare)
       if constexpr (sizeof(T) == 2) {
-        items.attrs = start_overlap;
-        items.numAttrs = overlap_start_ && pdl_supported_ ? 1 : 0;
+        items.attrs = tma_attrs;
+        items.numAttrs = tma_num_attrs;
         items.blockDim = dim3(kernels::kTmaThreads);
         items.dynamicSmemBytes = kernels::kTmaSmemBytes<T, D>;
         CUtensorMap multi, single;
@@ -526,6 +598,12 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
                                    : kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, true>;
             items.dynamicSmemBytes = kernels::kTmaSmemBytes<T, D, true>;
           }
+          if (cluster) {  // a cluster placement has no light CTAs
+            kernel = tma_split_kv_ ? kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, false, true>
+                                   : kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, false, true>;
+          }
+        } else if (cluster) {
+          kernel = kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, D == kLightHeadDim, true>;
         }
         BANYAN_CUDA_RETURN_IF_ERROR(
             cudaLaunchKernelEx(&items, kernel, p, multi, single, KvTensorMapBoxRows(args.layout), flags));
@@ -540,7 +618,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
       items.dynamicSmemBytes = kernels::kPersistentSmemBytes<T, D>;
       BANYAN_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&items, kernels::PersistentAttentionKernel<T, D>, p));
     }
-    if (fused || grid_merge) return absl::OkStatus();  // the persistent kernel merged every row
+    if (fused || grid_merge || cluster) return absl::OkStatus();  // the item launch merged every row
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(merge_grid);
     config.blockDim = dim3(kernels::kMergeThreads);

@@ -11,7 +11,8 @@
 // (work_plan.h) and copies the plan and work list to device buffers sized in
 // power-of-two buckets. Run issues two launches on `stream` (the persistent
 // item kernel, then the merge; on compute capability 9.0+ the merge is a
-// programmatic dependent launch whose start overlaps the item kernel) and
+// programmatic dependent launch whose start overlaps the item kernel; one
+// launch with set_cluster_merge, set_fused_merge or set_grid_merge) and
 // never synchronizes with the host, so it can be captured into a CUDA graph; a captured graph stays valid for later
 // plans as long as Prepare keeps every plan array in the same power-of-two
 // bucket (a plan that grows or shrinks across one moves the arrays) and the
@@ -33,6 +34,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -67,7 +69,8 @@ namespace banyan::attention {
 // with bulk copies ahead of two consumer warpgroups (sm_90a, like kWgmma).
 // It needs 16-bit q of the KV dtype and a page size that is a power of two
 // >= 8 (KvTensorMapSupported); elsewhere a kTma request resolves to kWgmma,
-// and it never fuses the merge or runs the grid merge. kAuto picks kTma
+// and it never fuses the merge or runs the grid merge (it merges inside its
+// launch only with set_cluster_merge). kAuto picks kTma
 // wherever it can read the problem (H100, every shape of the sweep in one
 // run: as fast as the best other variant or faster, 1.3-1.45x kWgmma on the
 // long shapes; bench/RESULTS.md "Session 3, the TMA kernel").
@@ -119,6 +122,30 @@ class TreeAttention {
   // Whether the loaded kernel image has the sm_90a wgmma kernels (probed once
   // by Create).
   bool wgmma_available() const { return wgmma_available_; }
+  // Whether the device runs thread-block clusters (compute capability 9.0+).
+  bool cluster_available() const { return pdl_supported_; }
+  // true: one launch of thread-block clusters instead of the item kernel and
+  // the merge kernel: the plan is placed so that every partial of a set of rows
+  // is written by the CTAs of one cluster (work_plan_cluster.h), which merge
+  // those rows after a cluster barrier (PersistentTmaKernel with
+  // kClusterMerge). Rows read a shared segment once per cluster, so this is
+  // for small plans only. Applies where the resolved variant is kTma (16-bit
+  // KV, compute capability 9.0+) and the path kAuto or kBatched; elsewhere the
+  // usual plan and launches. Default false: H100, session 38 (bench/RESULTS.md),
+  // 3% faster on the 64-leaf / 2,048 / 64 shape (15.7 vs 16.2 us), 2-13 us
+  // slower on the probe and every other shape of the sweep (a shared prefix read once
+  // per cluster, in smaller row tiles). Takes effect at the next Prepare;
+  // cluster_placed() says whether the last Prepare used it.
+  void set_cluster_merge(bool on) { SetPlanning(cluster_merge_, on); }
+  bool cluster_placed() const { return cluster_placed_; }
+  // With the cluster merge: the query ranges the plan's rows are cut into
+  // (ClusterGrid::query_parts; 0, the default: the planner's). Benchmarks.
+  // Takes effect at the next Prepare.
+  void set_cluster_query_parts(int32_t parts) { SetPlanning(cluster_query_parts_, parts); }
+  // With the cluster merge: CTAs per cluster, 2-16 (past 8 the device's
+  // non-portable sizes). Default kClusterSize. Takes effect at the next Prepare.
+  static constexpr int32_t kClusterSize = 8;
+  void set_cluster_size(int32_t size) { SetPlanning(cluster_size_, std::clamp<int32_t>(size, 2, 16)); }
   // kWgmma only: batched items of at most `rows` rows run the kNarrow tile
   // inside the same launch instead of a 64-row warpgroup tile. Default
   // kWgmmaNarrowRows (0: every batched item on wgmma, measured faster on
@@ -261,7 +288,7 @@ class TreeAttention {
   void set_tma_short_plan_boxes(bool on) { SetPlanning(tma_short_plan_boxes_, on); }
   bool tma_page_boxes() const { return tma_page_boxes_; }
 
-  const WorkPlan& work_plan() const { return planner_.plan(); }
+  const WorkPlan& work_plan() const { return work(); }
   // Whether the last Prepare refreshed its work plan instead of building one.
   bool plan_refreshed() const { return planner_.last_refreshed(); }
   int32_t grid_size() const { return grid_; }
@@ -318,8 +345,24 @@ class TreeAttention {
   int32_t grid_ = 0;
   int merge_ctas_per_sm_ = 8;  // resident CTAs of the prepared plan's merge kernel (Prepare)
   const void* merge_kernel_ = nullptr;  // that merge kernel (Prepare: MergeKernelFor), launched by Run
-  const WorkPlan& work() const { return planner_.plan(); }
+  const WorkPlan& work() const { return cluster_placed_ ? cluster_plan_ : planner_.plan(); }
   WorkPlanner planner_;  // the work plan; refreshed across decode steps (work_plan.h)
+  // The cluster merge's plan (work_plan_cluster.h), built at every Prepare that places one.
+  WorkPlan cluster_plan_;
+  bool cluster_merge_ = false;
+  bool cluster_placed_ = false;
+  int32_t cluster_query_parts_ = 0;
+  int32_t cluster_size_ = kClusterSize;
+  // Clusters of a cluster-merge kernel the device holds at once, per kernel
+  // and cluster size (probed once each): the grid is that many clusters.
+  struct ClusterCount {
+    const void* kernel;
+    int32_t size;
+    int clusters;
+  };
+  std::vector<ClusterCount> cluster_counts_;
+  template <typename Kernel>
+  absl::StatusOr<int> ActiveClusters(Kernel* kernel, int threads, int smem_bytes);
   // The kTma kernel's tensor maps and what they were encoded for.
   KvTensorMaps kv_maps_;
   const void* kv_maps_pool_ = nullptr;
@@ -363,7 +406,7 @@ class TreeAttention {
   gpu::PinnedBuffer staging_;
   gpu::DeviceBuffer partials_;
   cudaEvent_t staging_free_ = nullptr;
-  static constexpr int kNumUploadArrays = 18;  // the arrays Upload copies (tree_attention.cu)
+  static constexpr int kNumUploadArrays = 19;  // the arrays Upload copies (tree_attention.cu)
   int64_t offsets_[kNumUploadArrays + 1] = {};
 };
 

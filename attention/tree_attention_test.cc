@@ -150,12 +150,16 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     // head by default; nohead-nogroup turns both off. kTma at head dim 64 gives
     // light items CTAs of their own where the model says so; tma-light8 always
     // (8 CTAs, where a plan has light and heavy items), tma-nolight never.
+    // cluster / cluster16: one launch of thread-block clusters (8 or 16
+    // CTAs), each merging its own rows (kTma only; elsewhere the defaults).
     struct Config {
       const char* name;
       KernelVariant variant;
       bool fused, overlap, chain, grid;
       bool head = true, group = true;
       int32_t light_ctas = -1;
+      bool cluster = false;
+      int32_t cluster_size = TreeAttention::kClusterSize;
     };
     for (const Config& config :
          {Config{"auto", KernelVariant::kAuto, false, true, true, false},
@@ -166,9 +170,12 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
           Config{"narrow-onelaunch", KernelVariant::kNarrow, false, false, true, true},
           Config{"narrow-fused", KernelVariant::kNarrow, true, false, true, false},
           Config{"narrow-plain-unchained", KernelVariant::kNarrow, false, false, false, false},
-          Config{"narrow-nohead-nogroup", KernelVariant::kNarrow, false, true, true, false, false, false}}) {
+          Config{"narrow-nohead-nogroup", KernelVariant::kNarrow, false, true, true, false, false, false},
+          Config{"cluster", KernelVariant::kAuto, false, true, true, false, true, true, -1, true},
+          Config{"cluster16", KernelVariant::kAuto, false, true, true, false, true, true, -1, true, 16}}) {
       if (!ConfigSelected(config.name)) continue;
       if (config.variant == KernelVariant::kTma && !runner->wgmma_available()) continue;
+      if (config.cluster && !runner->cluster_available()) continue;
       const char* merge = config.name;
       runner->set_variant(config.variant);
       runner->set_chain_items(config.chain);
@@ -176,6 +183,8 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
       runner->set_cta_head(config.head);
       runner->set_group_items(config.group);
       runner->set_light_ctas(config.light_ctas);
+      runner->set_cluster_merge(config.cluster);
+      runner->set_cluster_size(config.cluster_size);
       BANYAN_ASSERT_OK(d.out.Fill(0xff, stream.get()));  // NaN in every float dtype
       BANYAN_ASSERT_OK(d.lse.Fill(0xff, stream.get()));
       AttentionArgs args = p.Args(tree.plan, d.out.data(), c.out_dtype, d.lse.As<float>());
@@ -195,9 +204,14 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
           RelativeError(ToDoubles(got_lse.data(), DType::kF32, nl), ToDoubles(want_lse.data(), DType::kF32, nl));
       int32_t grouped = 0;
       for (const WorkItem& it : runner->work_plan().items) grouped += it.group;
-      std::printf("[ case ] %s rows %d entries %d items %zu grouped %d light_ctas %d rel_err %.3g lse_rel_err %.3g\n",
-                  merge, tree.plan.num_queries, tree.plan.num_entries(), runner->work_plan().items.size(), grouped,
-                  runner->grid_size() - runner->work_plan().light_cta_begin, err, lse_err);
+      std::printf(
+          "[ case ] %s rows %d entries %d items %zu grouped %d light_ctas %d cluster_grid %d rel_err %.3g lse_rel_err "
+          "%.3g\n",
+          merge, tree.plan.num_queries, tree.plan.num_entries(), runner->work_plan().items.size(), grouped,
+          runner->work_plan().light_cta_begin < runner->grid_size()
+              ? runner->grid_size() - runner->work_plan().light_cta_begin
+              : 0,
+          runner->cluster_placed() ? runner->grid_size() : 0, err, lse_err);
       EXPECT_LT(err, wide ? 1e-4 : 1e-2) << "rows " << tree.plan.num_queries;
       EXPECT_LT(lse_err, wide ? 1e-5 : 2e-3);
     }

@@ -288,8 +288,8 @@ int32_t LightCtaCount(const LightLoad& load, const WorkShape& shape, const Light
   return best;
 }
 
-// Partial slots row by row (the merge reads one contiguous range per row),
-// from out->entry_num_chunks: entry_partial_base, row_slot_indptr, num_partials.
+}  // namespace
+
 void AssignPartialSlots(const AttentionPlan& plan, WorkPlan* work) {
   WorkPlan& out = *work;
   out.num_partials = 0;
@@ -303,6 +303,8 @@ void AssignPartialSlots(const AttentionPlan& plan, WorkPlan* work) {
     out.row_slot_indptr[q + 1] = out.num_partials;
   }
 }
+
+namespace {
 
 // A stream-K plan beats the placed one only by this factor (the model is rough).
 inline constexpr double kStreamKMinGain = 1.1;

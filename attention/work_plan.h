@@ -312,6 +312,9 @@ struct WorkPlan {
   // plan is never refreshed (WorkPlanner).
   Placement placement = Placement::kChunks;
   int32_t num_partials = 0;
+  // A cluster placement's row sets (work_plan_cluster.h: kClusterRowsStride
+  // ints per cluster); empty for every other plan.
+  std::vector<int32_t> cluster_rows;
   int32_t batched_segments = 0;
   int32_t flattened_segments = 0;
   double estimated_us = 0.0;  // the model's makespan (max CTA load)
@@ -321,6 +324,10 @@ struct WorkPlan {
     return entry_num_chunks.empty() ? 0 : *std::max_element(entry_num_chunks.begin(), entry_num_chunks.end());
   }
 };
+
+// Partial slots row by row (the merge reads one contiguous range per row),
+// from work->entry_num_chunks: entry_partial_base, row_slot_indptr, num_partials.
+void AssignPartialSlots(const AttentionPlan& plan, WorkPlan* work);
 
 // Cuts `plan` into items for `shape` on `device`. REQUIRES: plan.Validate()
 // is empty, num_q_heads a positive multiple of num_kv_heads.
@@ -368,6 +375,12 @@ class WorkPlanner {
   // Whether the last Plan refreshed instead of building (tests, benchmarks).
   bool last_refreshed() const { return last_refreshed_; }
 
+  // Helpers of every placement (this planner's and work_plan_cluster.h's).
+  // Per item: the first entry's row, limit and partial base (WorkPlan::item_entry).
+  static void FillItemEntries(const AttentionPlan& plan, int32_t group, WorkPlan* out);
+  // The CTA heads (WorkPlan::cta_head) from the items and cta_item_indptr.
+  static void FillCtaHeads(const AttentionPlan& plan, int32_t group, int32_t ctas, WorkPlan* out);
+
  private:
   struct Scratch;
   void Build(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device, PathChoice choice);
@@ -378,11 +391,6 @@ class WorkPlanner {
   // Replaces the placed items of `work` by a one-wave or stream-K placement
   // of whole runs where StreamKMode says so; leaves it as it is otherwise.
   void TryStreamK(const AttentionPlan& plan, const WorkShape& shape, const DeviceModel& device, WorkPlan* work);
-
-  // Per item: the first entry's row, limit and partial base (WorkPlan::item_entry).
-  static void FillItemEntries(const AttentionPlan& plan, int32_t group, WorkPlan* out);
-  // The CTA heads (WorkPlan::cta_head) from the items and cta_item_indptr.
-  static void FillCtaHeads(const AttentionPlan& plan, int32_t group, int32_t ctas, WorkPlan* out);
 
   std::unique_ptr<Scratch> scratch_;  // Build's working buffers
   WorkPlan plan_;

@@ -18,6 +18,10 @@
 //   nohead / nogroup  the defaults without the CTA head (each CTA's first
 //            item reads page ids and q rows from the plan) / without small-item
 //            groups (kNarrow only; second table, PrintSmallTable);
+//   cluster  the defaults with the cluster merge (set_cluster_merge): one
+//            launch, thread-block clusters merging their own rows (second
+//            table; the clusters' query ranges BANYAN_BENCH_CLUSTER_PARTS=n,
+//            default the planner's; CTAs per cluster BANYAN_BENCH_CLUSTER_SIZE=n)
 //   perseq   PathChoice::kPerSequence: each row reads its whole path itself,
 //            tensor-core tiles per sequence (FlashInfer-style GQA decode)
 //   flat     PathChoice::kFlattened: FlashDecoding-style split-K on CUDA cores
@@ -111,6 +115,7 @@ struct Shape {
 struct Row {
   double tree = 0, narrow = 0, wgmma = 0, tma = 0, tmapp = 0, c64 = 0, c256 = 0, plain = 0, nochain = 0, one = 0, perseq = 0, flat = 0, floor = 0;
   double nohead = 0, nogroup = 0;  // the small-shape switches (PrintSmallTable)
+  double cluster = 0;              // TreeAttention::set_cluster_merge (PrintSmallTable)
 };
 // One column of the table: a path and the runner's settings.
 struct Variant {
@@ -125,6 +130,7 @@ struct Variant {
   bool cta_head = true;     // TreeAttention::set_cta_head
   bool group_items = true;  // TreeAttention::set_group_items
   bool tma_pingpong = false;  // TreeAttention::set_tma_pingpong
+  bool cluster_merge = false;  // TreeAttention::set_cluster_merge
 };
 // Where one Run's time goes (BANYAN_BENCH_TRACE=1: TreeAttention::set_trace),
 // us after the first item CTA's start (globaltimer), medians over 5 runs.
@@ -239,7 +245,18 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
     state.SkipWithError("no sm_90a image");
     return;
   }
+  if (v.cluster_merge && !(*runner)->cluster_available()) {
+    state.SkipWithError("no thread-block clusters");
+    return;
+  }
+  if (const char* parts = std::getenv("BANYAN_BENCH_CLUSTER_PARTS"); parts != nullptr) {
+    (*runner)->set_cluster_query_parts(std::atoi(parts));  // A/B of ClusterGrid::query_parts
+  }
+  if (const char* size = std::getenv("BANYAN_BENCH_CLUSTER_SIZE"); size != nullptr) {
+    (*runner)->set_cluster_size(std::atoi(size));  // A/B of TreeAttention::kClusterSize
+  }
   (*runner)->set_variant(v.variant);
+  (*runner)->set_cluster_merge(v.cluster_merge);
   (*runner)->set_grid_merge(v.grid_merge);
   (*runner)->set_cta_head(v.cta_head);
   (*runner)->set_group_items(v.group_items);
@@ -409,6 +426,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
   state.counters["light_ctas"] = (*runner)->grid_size() - (*runner)->work_plan().light_cta_begin;
   state.counters["chunks"] = (*runner)->work_plan().most_chunks();
+  state.counters["grid"] = (*runner)->grid_size();
   state.counters["placement"] = static_cast<int>((*runner)->work_plan().placement);  // 0 chunks, 1 stream-K, 2 one wave
   Row& row = Results()[shape.name];
   row.floor = floor_us;
@@ -470,11 +488,12 @@ std::vector<Shape> Shapes() {
 }
 
 void PrintSmallTable() {
-  std::printf("\n%-34s %8s %8s %8s %8s\n", "shape (bf16, D=128)", "tree", "narrow", "nohead", "nogroup");
+  std::printf("\n%-34s %8s %8s %8s %8s %8s\n", "shape (bf16, D=128)", "tree", "narrow", "nohead", "nogroup", "cluster");
   for (const std::string& name : Order()) {
     const Row& r = Results()[name];
-    if (r.nohead <= 0 && r.nogroup <= 0) continue;
-    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f\n", name.c_str(), r.tree, r.narrow, r.nohead, r.nogroup);
+    if (r.nohead <= 0 && r.nogroup <= 0 && r.cluster <= 0) continue;
+    std::printf("%-34s %8.1f %8.1f %8.1f %8.1f %8.1f\n", name.c_str(), r.tree, r.narrow, r.nohead, r.nogroup,
+                r.cluster);
   }
   if (TraceOrder().empty()) return;
   std::printf("\ntrace (us after the first item CTA starts; medians of 5 traced runs)\n%-42s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s\n",
@@ -523,6 +542,8 @@ int main(int argc, char** argv) {
                              Variant{PathChoice::kAuto, 0, true, true, kAutoTile, true, &Row::one, "onelaunch"},
                              Variant{PathChoice::kAuto, 0, true, true, kAutoTile, false, &Row::nohead, "nohead", false, true},
                              Variant{PathChoice::kAuto, 0, true, true, kAutoTile, false, &Row::nogroup, "nogroup", true, false},
+                             Variant{PathChoice::kAuto, 0, true, true, kAutoTile, false, &Row::cluster, "cluster", true, true,
+                                     false, true},
                              Variant{PathChoice::kPerSequence, 0, true, true, kAutoTile, false, &Row::perseq, "perseq"},
                              Variant{PathChoice::kFlattened, 0, true, true, kAutoTile, false, &Row::flat, "flat"}}) {
       benchmark::RegisterBenchmark(absl::StrCat("attn/", v.tag, "/", shape.name).c_str(),

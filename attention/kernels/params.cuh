@@ -39,6 +39,10 @@ struct TreeParams {
   int32_t use_head;                     // 1: the mma.sync kernel's first item reads page ids and q rows from its head
   int32_t run_groups;                   // 1: the mma.sync kernel runs WorkItem::group groups at once
   int32_t light_cta_begin;              // the TMA kernel's CTAs from here on are light CTAs (light.cuh)
+  // A cluster placement's rows (WorkPlan::cluster_rows, work_plan_cluster.h):
+  // read by the kernels that merge inside their launch (merge.cuh
+  // MergeClusterRows); nullptr for every other plan.
+  const int32_t* cluster_rows;
   // Optional timestamps (bench only; nullptr: none): per item-kernel CTA
   // kTraceItemWords words, per merge CTA kTraceMergeWords (below).
   unsigned long long* trace;

@@ -721,8 +721,12 @@ __device__ __forceinline__ void TmaConsume(const TreeParams& p, char* smem, int3
 // kTmaLeanProducer or kTmaFedProducer (the register split above). kLightCtas:
 // the CTAs from p.light_cta_begin on run light items (always at
 // kLightHeadDim; at D 128 its own instantiation, so that plans without light
-// CTAs keep the kernel without their code).
-template <typename T, int D, int kProducerRegs, bool kLightCtas = D == kLightHeadDim>
+// CTAs keep the kernel without their code). kClusterMerge: a launch of
+// thread-block clusters over a cluster placement (work_plan_cluster.h, no
+// light CTAs): after its items every thread meets the cluster barrier and the
+// consumer warps merge the cluster's rows (merge.cuh MergeClusterRows); no
+// merge launch follows.
+template <typename T, int D, int kProducerRegs, bool kLightCtas = D == kLightHeadDim, bool kClusterMerge = false>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     PersistentTmaKernel(const __grid_constant__ TreeParams p, const __grid_constant__ CUtensorMap kv_multi,
                         const __grid_constant__ CUtensorMap kv_single, int32_t box_rows, int32_t flags) {
@@ -818,6 +822,13 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     GrowRegisters<kTmaConsumerRegsFor<kProducerRegs>>();
     TmaConsume<T, D, kProducerRegs>(p, smem, begin, end, (flags & kTmaPingPong) != 0, (flags & kTmaSplitSmall) != 0,
                      (flags & kTmaSplitKv) != 0);
+  }
+  if constexpr (kClusterMerge) {
+    ClusterSync();
+    if (threadIdx.x >= 128) {
+      MergeClusterRows<D, TmaPartial<T, D, kProducerRegs == kTmaLeanProducer>>(
+          p, static_cast<int>(threadIdx.x - 128) / 32, kTmaConsumerThreads / 32);
+    }
   }
 #else
   (void)p;
