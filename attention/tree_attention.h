@@ -132,9 +132,10 @@ class TreeAttention {
   // for small plans only. Applies where the resolved variant is kTma (16-bit
   // KV, compute capability 9.0+) and the path kAuto or kBatched; elsewhere the
   // usual plan and launches. Default false: H100, session 38 (bench/RESULTS.md),
-  // 3% faster on the 64-leaf / 2,048 / 64 shape (15.7 vs 16.2 us), 2-13 us
-  // slower on the probe and every other shape of the sweep (a shared prefix read once
-  // per cluster, in smaller row tiles). Takes effect at the next Prepare;
+  // 3% faster on the 64-leaf / 2,048 / 64 shape (15.7 vs 16.2 us), 0.6-90 us
+  // slower on the one-row probe and every other shape of the sweep (a shared
+  // prefix read once per cluster, in smaller row tiles; the merge phase ~2 us
+  // shorter, the items ~1.3 us longer). Takes effect at the next Prepare;
   // cluster_placed() says whether the last Prepare used it.
   void set_cluster_merge(bool on) { SetPlanning(cluster_merge_, on); }
   bool cluster_placed() const { return cluster_placed_; }
@@ -143,7 +144,9 @@ class TreeAttention {
   // Takes effect at the next Prepare.
   void set_cluster_query_parts(int32_t parts) { SetPlanning(cluster_query_parts_, parts); }
   // With the cluster merge: CTAs per cluster, 2-16 (past 8 the device's
-  // non-portable sizes). Default kClusterSize. Takes effect at the next Prepare.
+  // non-portable sizes). Default kClusterSize (H100, session 38: 16-CTA
+  // clusters, of which 7 fit at once, ran the small shape in 17.3 us, 8-CTA
+  // ones in 15.7). Takes effect at the next Prepare.
   static constexpr int32_t kClusterSize = 8;
   void set_cluster_size(int32_t size) { SetPlanning(cluster_size_, std::clamp<int32_t>(size, 2, 16)); }
   // kWgmma only: batched items of at most `rows` rows run the kNarrow tile
