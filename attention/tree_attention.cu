@@ -506,7 +506,7 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
   const bool tma = variant_ == KernelVariant::kTma && !single_token_;
   // kTma merges inside its launch only with a cluster placement (set_cluster_merge); else its rows go to the
   // merge kernel (also when the grid merge was switched on after the Prepare that chose kTma).
-  const bool cluster = cluster_placed_ && !single_token_;
+  const bool cluster = cluster_placed_;  // never with single_token_ (Prepare)
   const bool grid_merge = grid_merge_ && !tma && !cluster;
   const bool fused = !tma && !grid_merge && fused_merge_ && work().fused_merge;
   if (tma) {

@@ -208,9 +208,7 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
           "[ case ] %s rows %d entries %d items %zu grouped %d light_ctas %d cluster_grid %d rel_err %.3g lse_rel_err "
           "%.3g\n",
           merge, tree.plan.num_queries, tree.plan.num_entries(), runner->work_plan().items.size(), grouped,
-          runner->work_plan().light_cta_begin < runner->grid_size()
-              ? runner->grid_size() - runner->work_plan().light_cta_begin
-              : 0,
+          runner->work_plan().light_ctas(runner->grid_size()),
           runner->cluster_placed() ? runner->grid_size() : 0, err, lse_err);
       EXPECT_LT(err, wide ? 1e-4 : 1e-2) << "rows " << tree.plan.num_queries;
       EXPECT_LT(lse_err, wide ? 1e-5 : 2e-3);

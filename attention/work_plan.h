@@ -323,6 +323,8 @@ struct WorkPlan {
   int32_t most_chunks() const {
     return entry_num_chunks.empty() ? 0 : *std::max_element(entry_num_chunks.begin(), entry_num_chunks.end());
   }
+  // How many of a grid of `ctas` CTAs are light CTAs (0 for a plan without).
+  int32_t light_ctas(int32_t ctas) const { return light_cta_begin < ctas ? ctas - light_cta_begin : 0; }
 };
 
 // Partial slots row by row (the merge reads one contiguous range per row),

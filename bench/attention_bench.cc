@@ -424,7 +424,7 @@ void RunShape(benchmark::State& state, const Shape& shape, const Variant& v) {
   state.counters["x_floor"] = median / floor_us;
   state.counters["items"] = static_cast<double>((*runner)->work_plan().items.size());
   state.counters["model_us"] = (*runner)->work_plan().estimated_us;
-  state.counters["light_ctas"] = (*runner)->grid_size() - (*runner)->work_plan().light_cta_begin;
+  state.counters["light_ctas"] = (*runner)->work_plan().light_ctas((*runner)->grid_size());
   state.counters["chunks"] = (*runner)->work_plan().most_chunks();
   state.counters["grid"] = (*runner)->grid_size();
   state.counters["placement"] = static_cast<int>((*runner)->work_plan().placement);  // 0 chunks, 1 stream-K, 2 one wave

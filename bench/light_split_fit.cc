@@ -138,7 +138,7 @@ PlanKey Pick(const Shape& s, const DeviceModel& device) {
   WorkShape shape{s.q_heads, s.kv_heads, s.head_dim, 2};
   shape.light_ctas = -1;
   const WorkPlan work = BuildWorkPlan(s.plan, shape, device, PathChoice::kAuto);
-  return {device.num_ctas() - work.light_cta_begin, work.most_chunks()};
+  return {work.light_ctas(device.num_ctas()), work.most_chunks()};
 }
 
 struct Score {
