@@ -142,5 +142,43 @@ TEST(ClusterPlanShapeTest, SmallTreeSpreadsThePrefixOverEachCluster) {
   EXPECT_EQ(wp.entry_num_chunks[0], 8);  // the prefix: one 256-token chunk per CTA of the cluster
 }
 
+// The headline shape (256 leaves under a 16,384-token prefix, 32 query heads
+// over 8 KV heads) in clusters of two: each of 64 clusters owns one KV head
+// and 32 leaves (one 128-row tile of the prefix), cuts the prefix in two
+// 8,192-token chunks, one per CTA, and spreads its 32 suffix items evenly:
+// the two-chunk plan of the default placement, with every row's partials in
+// one cluster (attention/PERF_NOTES.md session 39).
+TEST(ClusterPlanShapeTest, HeadlineTreeInPairsKeepsTwoPrefixChunksPerRowTile) {
+  Rng rng(7);
+  testing::PlanOptions options;
+  options.random_first_slot = false;
+  const testing::TreePlan tree = testing::BuildTreePlan(testing::UniformTree({1, 256}, {16384, 64}), options, rng);
+  const WorkPlan wp = BuildClusterWorkPlan(tree.plan, WorkShape{32, 8, 128, 2}, ClusterGrid{2, 66, 0});
+  int32_t used = 0;
+  for (int32_t k = 0; k < 66; ++k) {
+    const int32_t* rows = wp.cluster_rows.data() + k * kClusterRowsStride;
+    if (rows[1] == rows[0]) continue;
+    ++used;
+    EXPECT_EQ(rows[1] - rows[0], 32) << "cluster " << k;  // 32 leaves x 4 query heads = one 128-row tile
+    EXPECT_EQ(rows[3] - rows[2], 1) << "cluster " << k;
+  }
+  EXPECT_EQ(used, 64);
+  EXPECT_EQ(wp.entry_num_chunks[0], 2);  // the prefix's entries: two chunks
+  for (int32_t cta = 0; cta < 128; ++cta) {
+    int32_t prefix_tiles = 0, suffix_items = 0;
+    for (int32_t i = wp.cta_item_indptr[cta]; i < wp.cta_item_indptr[cta + 1]; ++i) {
+      const WorkItem& it = wp.items[i];
+      if (it.segment == 0) {
+        EXPECT_EQ(it.row_count, 128);
+        prefix_tiles += (it.kv_end - it.kv_begin) / kKvTile;
+      } else {
+        ++suffix_items;
+      }
+    }
+    EXPECT_EQ(prefix_tiles, 128) << "cta " << cta;  // 8,192 tokens
+    EXPECT_EQ(suffix_items, 16) << "cta " << cta;
+  }
+}
+
 }  // namespace
 }  // namespace banyan::attention

@@ -2,7 +2,8 @@
 """Reads `cuobjdump -sass` listings of the attention kernels, for checking a kernel change before (or instead of) a
 device run.
 
-  cuobjdump -sass build-bundle/bench/attention_bench > a.sass      # cuobjdump: pip package nvidia-cuda-cuobjdump
+  cuobjdump -sass build-bundle/bench/attention_bench > a.sass      # cuobjdump and the nvdisasm it calls: pip packages
+                                                                  # nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm (13.2.51)
   scripts/sass_report.py compare a.sass b.sass [NAME_PART]         # SAME / DIFF and length per function
   scripts/sass_report.py loops a.sass NAME_PART                    # the hot loops of the matching functions
 
