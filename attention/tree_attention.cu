@@ -84,6 +84,19 @@ bool TmaLean(int32_t head_dim, bool split_kv) {
   return kernels::TmaProducerRegsFor(head_dim, split_kv) == kernels::kTmaLeanProducer;
 }
 
+// The cluster-merge instantiation of the TMA kernel (set_cluster_merge; a
+// cluster placement has no light CTAs, so at D 128 the one without their
+// code) for the register split: lean only where that split exists (D 128).
+// Prepare sizes the grid from this kernel's occupancy and Run launches it.
+using TmaKernelFn = void (*)(kernels::TreeParams, CUtensorMap, CUtensorMap, int32_t, int32_t);
+template <typename T, int D>
+TmaKernelFn TmaClusterKernel(bool lean) {
+  if constexpr (kernels::TmaProducerRegsFor(D, false) == kernels::kTmaLeanProducer) {
+    if (lean) return kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, false, true>;
+  }
+  return kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, D == kLightHeadDim, true>;
+}
+
 // Whether the image loaded for the current device has the sm_90a kernels.
 absl::StatusOr<bool> ProbeWgmma(int device) {
   int major = 0;
@@ -335,9 +348,8 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
                                                kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
             ctas_per_sm = std::min(ctas_per_sm, lean_ctas_per_sm);
             if (place_cluster) {  // the lean split's cluster kernel too (Run picks one by the rings)
-              BANYAN_ASSIGN_OR_RETURN(
-                  lean_clusters, ActiveClusters(kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, false, true>,
-                                                kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+              BANYAN_ASSIGN_OR_RETURN(lean_clusters, ActiveClusters(TmaClusterKernel<T, D>(true), kernels::kTmaThreads,
+                                                                    kernels::kTmaSmemBytes<T, D>));
             }
             if (light_ctas_ != 0) {  // light CTAs at D 128 (forced or the model's): the instantiations that run them
               BANYAN_RETURN_IF_ERROR(
@@ -351,9 +363,8 @@ absl::Status TreeAttention::Prepare(const AttentionArgs& args, PathChoice path, 
             }
           }
           if (place_cluster) {
-            BANYAN_ASSIGN_OR_RETURN(
-                clusters, ActiveClusters(kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, D == kLightHeadDim, true>,
-                                         kernels::kTmaThreads, kernels::kTmaSmemBytes<T, D>));
+            BANYAN_ASSIGN_OR_RETURN(clusters, ActiveClusters(TmaClusterKernel<T, D>(false), kernels::kTmaThreads,
+                                                             kernels::kTmaSmemBytes<T, D>));
             if (lean_clusters > 0) clusters = std::min(clusters, lean_clusters);
           }
           return absl::OkStatus();
@@ -598,13 +609,8 @@ absl::Status TreeAttention::Run(const AttentionArgs& args, cudaStream_t stream) 
                                    : kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, true>;
             items.dynamicSmemBytes = kernels::kTmaSmemBytes<T, D, true>;
           }
-          if (cluster) {  // a cluster placement has no light CTAs
-            kernel = tma_split_kv_ ? kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, false, true>
-                                   : kernels::PersistentTmaKernel<T, D, kernels::kTmaLeanProducer, false, true>;
-          }
-        } else if (cluster) {
-          kernel = kernels::PersistentTmaKernel<T, D, kernels::kTmaFedProducer, D == kLightHeadDim, true>;
         }
+        if (cluster) kernel = TmaClusterKernel<T, D>(!tma_split_kv_);  // a cluster placement has no light CTAs
         BANYAN_CUDA_RETURN_IF_ERROR(
             cudaLaunchKernelEx(&items, kernel, p, multi, single, KvTensorMapBoxRows(args.layout), flags));
       }
