@@ -131,12 +131,13 @@ class TreeAttention {
   // kClusterMerge). Rows read a shared segment once per cluster, so this is
   // for small plans only. Applies where the resolved variant is kTma (16-bit
   // KV, compute capability 9.0+) and the path kAuto or kBatched; elsewhere the
-  // usual plan and launches. Default false: H100, session 38 (bench/RESULTS.md),
-  // 3% faster on the 64-leaf / 2,048 / 64 shape (15.7 vs 16.2 us), 0.6-90 us
-  // slower on the one-row probe and every other shape of the sweep (a shared
-  // prefix read once per cluster, in smaller row tiles; the merge phase ~2 us
-  // shorter, the items ~1.3 us longer). Takes effect at the next Prepare;
-  // cluster_placed() says whether the last Prepare used it.
+  // usual plan and launches. Default false: H100, sessions 38 and 40
+  // (bench/RESULTS.md), as fast as the default on the 64-leaf / 2,048 / 64
+  // shape (16.1 us both, session 40; the merge phase ~2 us shorter, the items
+  // ~1.3 us longer), slower on the one-row probe (10.8 vs 9.9 us) and on
+  // every other shape of the sweep (a shared prefix read once per cluster, in
+  // smaller row tiles). Takes effect at the next Prepare; cluster_placed()
+  // says whether the last Prepare used it.
   void set_cluster_merge(bool on) { SetPlanning(cluster_merge_, on); }
   bool cluster_placed() const { return cluster_placed_; }
   // With the cluster merge: the query ranges the plan's rows are cut into
@@ -146,7 +147,10 @@ class TreeAttention {
   // With the cluster merge: CTAs per cluster, 2-16 (past 8 the device's
   // non-portable sizes). Default kClusterSize (H100, session 38: 16-CTA
   // clusters, of which 7 fit at once, ran the small shape in 17.3 us, 8-CTA
-  // ones in 15.7). Takes effect at the next Prepare.
+  // ones in 15.7; session 40: clusters of 2 on the large h32/8 plans, whose
+  // per-CTA work they match, ran 7-39% slower than the default placement and
+  // its merge kernel, the headline 169.6 vs 153.0 us). Takes effect at the
+  // next Prepare.
   static constexpr int32_t kClusterSize = 8;
   void set_cluster_size(int32_t size) { SetPlanning(cluster_size_, std::clamp<int32_t>(size, 2, 16)); }
   // kWgmma only: batched items of at most `rows` rows run the kNarrow tile

@@ -150,8 +150,10 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
     // head by default; nohead-nogroup turns both off. kTma at head dim 64 gives
     // light items CTAs of their own where the model says so; tma-light8 always
     // (8 CTAs, where a plan has light and heavy items), tma-nolight never.
-    // cluster / cluster16: one launch of thread-block clusters (8 or 16
-    // CTAs), each merging its own rows (kTma only; elsewhere the defaults).
+    // cluster / cluster16 / cluster2: one launch of thread-block clusters (8,
+    // 16 or 2 CTAs), each merging its own rows (kTma only; elsewhere the
+    // defaults; with 2 most clusters own more rows than they have warps, the
+    // merge's batched path).
     struct Config {
       const char* name;
       KernelVariant variant;
@@ -172,7 +174,8 @@ TEST_P(TreeAttentionGpuTest, MatchesReference) {
           Config{"narrow-plain-unchained", KernelVariant::kNarrow, false, false, false, false},
           Config{"narrow-nohead-nogroup", KernelVariant::kNarrow, false, true, true, false, false, false},
           Config{"cluster", KernelVariant::kAuto, false, true, true, false, true, true, -1, true},
-          Config{"cluster16", KernelVariant::kAuto, false, true, true, false, true, true, -1, true, 16}}) {
+          Config{"cluster16", KernelVariant::kAuto, false, true, true, false, true, true, -1, true, 16},
+          Config{"cluster2", KernelVariant::kAuto, false, true, true, false, true, true, -1, true, 2}}) {
       if (!ConfigSelected(config.name)) continue;
       if (config.variant == KernelVariant::kTma && !runner->wgmma_available()) continue;
       if (config.cluster && !runner->cluster_available()) continue;

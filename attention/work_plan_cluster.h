@@ -8,7 +8,9 @@
 // most of a small plan's merge cost: attention/PERF_NOTES.md session 37 item
 // 6). Measured (H100, session 38): the merge phase ~2 us shorter on the
 // 64-leaf / 2,048 / 64 shape, the items phase ~1.5 us longer; slower on every
-// larger plan, so TreeAttention leaves it off by default.
+// larger plan, so TreeAttention leaves it off by default. (Session 40: in
+// clusters of two on large h32/8 plans 7-39% slower; 11% on the 256-leaf /
+// 16,384 / 64 shape, whose CTAs get the default placement's work there.)
 //
 // A cluster owns the rows (query q, query head h) with q in [query_begin,
 // query_end) and h in the KV heads [kv_begin, kv_end) of WorkPlan::cluster_rows.

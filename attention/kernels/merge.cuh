@@ -63,42 +63,59 @@ __device__ __forceinline__ float PartialAt(const V& v, int j) {
   }
 }
 
-// Merges the partial slots [begin, end) of query row `row`, head `head` into
-// out (and lse): called by one group of kLanes lanes (a whole warp, or a
-// half-warp at D = 64: then twice the pairs in flight per wave), `lane` its
-// index in the group, `mask` the group's lanes in the warp. Partials are read
-// through L2 (__ldcg): they were written by another grid (or other CTAs of
-// this one). kFirst: slots whose o is loaded with the lse (registers: kFirst
-// * D / kLanes).
-template <int D, int kFirst = 8, int kLanes = 32, typename PartialT = float>
-__device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin, int32_t end,
-                                           int lane, unsigned mask = 0xffffffffu) {
-  constexpr int kPerLane = D / kLanes;
+// The first loads of a merge of partial slots [begin, end) of one (row,
+// head): the lse of slots lane, lane + kLanes, ... up to kLanes of them, and
+// the o of the first kFirst slots, all in flight at once (one L2 round trip;
+// the merge kernel of a small merge preloads 24: a 64-leaf tree with a
+// 2048-token prefix has 17 slots). Partials are read through L2 (__ldcg):
+// they were written by another grid (or other CTAs of this one). Issue, then
+// FinishMerge; several of them issued before the first finish keep several
+// (row, head) pairs' loads in flight (MergeClusterRows).
+template <int D, int kFirst, int kLanes, typename PartialT>
+struct SlotLoads {
+  static constexpr int kPerLane = D / kLanes;
   static_assert(kPerLane == 2 || kPerLane == 4, "a lane's dims are one float2 or float4 (16-bit: 4 or 8 bytes)");
-  const int64_t idx = int64_t{row} * p.num_q_heads + head;
-  const int32_t n = end - begin;
-  using Vec = typename PartialVec<kPerLane, PartialT>::type;
-  const PartialT* src =
-      reinterpret_cast<const PartialT*>(p.partial_o) + (int64_t{begin} * p.num_q_heads + head) * D + lane * kPerLane;
-  const int64_t stride = int64_t{p.num_q_heads} * D;
-  // The first kFirst slots' o go out with the lse loads (one L2 round trip
-  // for all of them; the merge kernel of a small merge preloads 24: a
-  // 64-leaf tree with a 2048-token prefix has 17 slots).
   static_assert(kFirst % 4 == 0 && kFirst <= kLanes, "whole groups of 4 within the first kLanes slots");
+  using Vec = typename PartialVec<kPerLane, PartialT>::type;
+  const PartialT* src;  // this lane's dims of slot begin
+  int64_t stride;       // from one slot's o to the next
+  int32_t begin, n;
+  float lse0;           // the lse of slot begin + lane (-inf past n)
   Vec first[kFirst];
+
+  __device__ __forceinline__ void Issue(const TreeParams& p, int32_t head, int32_t slot_begin, int32_t slot_end,
+                                        int lane) {
+    begin = slot_begin;
+    n = slot_end - slot_begin;
+    src = reinterpret_cast<const PartialT*>(p.partial_o) + (int64_t{begin} * p.num_q_heads + head) * D +
+          lane * kPerLane;
+    stride = int64_t{p.num_q_heads} * D;
 #pragma unroll
-  for (int j = 0; j < kFirst; ++j) {
-    if (j < n) first[j] = __ldcg(reinterpret_cast<const Vec*>(src + j * stride));
+    for (int j = 0; j < kFirst; ++j) {
+      if (j < n) first[j] = __ldcg(reinterpret_cast<const Vec*>(src + j * stride));
+    }
+    lse0 = lane < n ? __ldcg(p.partial_lse + int64_t{begin + lane} * p.num_q_heads + head) : -CUDART_INF_F;
   }
-  // Pass 1: the lse of every slot (lane j: slots j, j + kLanes, ...), their max.
-  const float lse0 = lane < n ? __ldcg(p.partial_lse + int64_t{begin + lane} * p.num_q_heads + head) : -CUDART_INF_F;
-  float max_lse = lse0;
+};
+
+// The rest of the merge SlotLoads::Issue started: every slot's lse (lane j:
+// slots j, j + kLanes, ...) and their max, then the weights, every slot's o
+// (the group's dims) weighted, out (and lse) for query row `row`, head
+// `head`. Called by the group of kLanes lanes that issued (a whole warp, or
+// a half-warp at D = 64), `lane` its index in the group, `mask` its lanes.
+template <int D, int kFirst, int kLanes, typename PartialT>
+__device__ __forceinline__ void FinishMerge(const TreeParams& p, const SlotLoads<D, kFirst, kLanes, PartialT>& s,
+                                            int32_t row, int32_t head, int lane, unsigned mask) {
+  constexpr int kPerLane = D / kLanes;
+  using Vec = typename SlotLoads<D, kFirst, kLanes, PartialT>::Vec;
+  const int64_t idx = int64_t{row} * p.num_q_heads + head;
+  const int32_t n = s.n, begin = s.begin;
+  float max_lse = s.lse0;
   for (int32_t c = lane + kLanes; c < n; c += kLanes) {
     max_lse = fmaxf(max_lse, __ldcg(p.partial_lse + int64_t{begin + c} * p.num_q_heads + head));
   }
 #pragma unroll
   for (int off = kLanes / 2; off > 0; off /= 2) max_lse = fmaxf(max_lse, __shfl_xor_sync(mask, max_lse, off, kLanes));
-  // Pass 2: weights per lane, then every slot's o (the group's dims) weighted.
   float acc[kPerLane];
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) acc[j] = 0.0f;
@@ -109,7 +126,7 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
   float sum = 0.0f;
   for (int32_t c0 = 0; c0 < n; c0 += kLanes) {
     const int32_t c = c0 + lane;
-    float lse = lse0;
+    float lse = s.lse0;
     if (c0 > 0) lse = c < n ? __ldcg(p.partial_lse + int64_t{begin + c} * p.num_q_heads + head) : -CUDART_INF_F;
     const float w = c < n ? MergeWeight(lse, max_lse) : 0.0f;
     sum += w;
@@ -118,7 +135,7 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
 #pragma unroll
       for (int32_t k = 0; k < kFirst; ++k) {
         const float wk = __shfl_sync(mask, w, k, kLanes);
-        if (k < count) add(wk, first[k]);
+        if (k < count) add(wk, s.first[k]);
       }
     }
     for (int32_t k0 = c0 == 0 ? kFirst : 0; k0 < count; k0 += 8) {  // 8 independent loads in flight
@@ -126,7 +143,7 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
       for (int32_t j = 0; j < 8; ++j) {
         const int32_t k = k0 + j;
         const float wk = __shfl_sync(mask, w, k % kLanes, kLanes);
-        if (k < count) add(wk, __ldcg(reinterpret_cast<const Vec*>(src + (c0 + k) * stride)));
+        if (k < count) add(wk, __ldcg(reinterpret_cast<const Vec*>(s.src + (c0 + k) * s.stride)));
       }
     }
   }
@@ -136,6 +153,19 @@ __device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) StoreAny(p.out, p.out_dtype, idx * D + lane * kPerLane + j, acc[j] * inv);
   if (p.lse != nullptr && lane == 0) p.lse[idx] = MergedLse2(max_lse, sum) * kLn2;
+}
+
+// Merges the partial slots [begin, end) of query row `row`, head `head` into
+// out (and lse): called by one group of kLanes lanes (a whole warp, or a
+// half-warp at D = 64: then twice the pairs in flight per wave), `lane` its
+// index in the group, `mask` the group's lanes in the warp. kFirst: slots
+// whose o is loaded with the lse (registers: kFirst * D / kLanes).
+template <int D, int kFirst = 8, int kLanes = 32, typename PartialT = float>
+__device__ __forceinline__ void MergeSlots(const TreeParams& p, int32_t row, int32_t head, int32_t begin, int32_t end,
+                                           int lane, unsigned mask = 0xffffffffu) {
+  SlotLoads<D, kFirst, kLanes, PartialT> loads;
+  loads.Issue(p, head, begin, end, lane);
+  FinishMerge<D, kFirst, kLanes, PartialT>(p, loads, row, head, lane, mask);
 }
 
 template <int D>
@@ -228,9 +258,15 @@ __device__ __forceinline__ void ClusterSync() {
 // After ClusterSync: the warps of the cluster's CTAs (warp `warp` of `warps`
 // per CTA that call it) stride over the (row, head) pairs the cluster owns
 // (p.cluster_rows: queries [x, y) x the query heads of KV heads [z, w)) and
-// merge each (MergeSlots; PartialT: the item kernel's partial type). (Reading
-// the first pair's slot range before the barrier and preloading 16 slots
-// instead of 8 measured 5 us slower on the H100, session 38.)
+// merge each. A cluster with at most one pair per warp merges it with kFirst
+// slots preloaded (MergeSlots); with more (a cluster owning whole row tiles
+// of a large plan, whose rows have few slots) each warp issues the loads of
+// kClusterMergePairs pairs before it finishes the first, so that their L2
+// round trips overlap instead of following one another. PartialT: the item
+// kernel's partial type. (Reading the first pair's slot range before the
+// barrier and preloading 16 slots instead of 8 measured 5 us slower on the
+// H100, session 38.)
+inline constexpr int kClusterMergePairs = 4;
 template <int D, typename PartialT, int kFirst = 8>
 __device__ __forceinline__ void MergeClusterRows(const TreeParams& p, int warp, int warps) {
   unsigned cluster = 0, rank = 0, size = 1;
@@ -241,12 +277,34 @@ __device__ __forceinline__ void MergeClusterRows(const TreeParams& p, int warp, 
 #endif
   const int4 own = reinterpret_cast<const int4*>(p.cluster_rows)[cluster];
   const int32_t heads = (own.w - own.z) * p.group;
-  const int64_t pairs = int64_t{own.y - own.x} * heads;
+  const int32_t pairs = (own.y - own.x) * heads;  // a cluster's rows: a small plan's (32-bit division below)
   const int lane = threadIdx.x % 32;
-  for (int64_t i = int64_t{rank} * warps + warp; i < pairs; i += int64_t{size} * warps) {
-    const int32_t q = own.x + static_cast<int32_t>(i / heads);
-    const int32_t head = own.z * p.group + static_cast<int32_t>(i % heads);
-    MergeSlots<D, kFirst, 32, PartialT>(p, q, head, p.row_slot_indptr[q], p.row_slot_indptr[q + 1], lane);
+  const int32_t step = static_cast<int32_t>(size) * warps;  // the cluster's warps
+  auto row_of = [&](int32_t i) { return own.x + i / heads; };
+  auto head_of = [&](int32_t i) { return own.z * p.group + i % heads; };
+  if (pairs <= step) {
+    const int32_t i = static_cast<int32_t>(rank) * warps + warp;
+    if (i < pairs) {
+      const int32_t q = row_of(i);
+      MergeSlots<D, kFirst, 32, PartialT>(p, q, head_of(i), p.row_slot_indptr[q], p.row_slot_indptr[q + 1], lane);
+    }
+    return;
+  }
+  constexpr int kBatch = kClusterMergePairs, kBatchFirst = 4;
+  for (int32_t i0 = static_cast<int32_t>(rank) * warps + warp; i0 < pairs; i0 += kBatch * step) {
+    SlotLoads<D, kBatchFirst, 32, PartialT> loads[kBatch];
+    int32_t row[kBatch], head[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int32_t i = i0 + k * step;
+      row[k] = row_of(i);
+      head[k] = head_of(i);
+      if (i < pairs) loads[k].Issue(p, head[k], p.row_slot_indptr[row[k]], p.row_slot_indptr[row[k] + 1], lane);
+    }
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      if (i0 + k * step < pairs) FinishMerge<D, kBatchFirst, 32, PartialT>(p, loads[k], row[k], head[k], lane, 0xffffffffu);
+    }
   }
 }
 

@@ -818,14 +818,16 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       TmaProduceKv<T, D, 1, kPageBoxOption>(p, &kv_multi, &kv_single, box_rows, smem, begin, end, gate, kFromHead,
                                             page_boxes);
     }
+    if constexpr (kClusterMerge) ClusterSync();  // the producers' part of the cluster barrier
   } else {
     GrowRegisters<kTmaConsumerRegsFor<kProducerRegs>>();
     TmaConsume<T, D, kProducerRegs>(p, smem, begin, end, (flags & kTmaPingPong) != 0, (flags & kTmaSplitSmall) != 0,
                      (flags & kTmaSplitKv) != 0);
-  }
-  if constexpr (kClusterMerge) {
-    ClusterSync();
-    if (threadIdx.x >= 128) {
+    // The merge inside the consumers' branch, on their registers: after the
+    // join of both branches ptxas gives the code the producers' budget (the
+    // merge spilled ~0.5-0.8 KB per thread there).
+    if constexpr (kClusterMerge) {
+      ClusterSync();
       MergeClusterRows<D, TmaPartial<T, D, kProducerRegs == kTmaLeanProducer>>(
           p, static_cast<int>(threadIdx.x - 128) / 32, kTmaConsumerThreads / 32);
     }
