@@ -22,14 +22,7 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                                                             \
-  do {                                                                                       \
-    cudaError_t e = (x);                                                                     \
-    if (e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "bench/micro/micro_check.h"
 
 constexpr int kSlots = 17, kHeads = 8, kDim = 128, kRows = 64;  // the small shape: 64 leaves x 8 heads, 17 slots
 constexpr int kReaderCtas = 128, kReaderThreads = 128;          // one (row, head) pair per warp
@@ -74,15 +67,15 @@ int main() {
   float *a = nullptr, *b = nullptr, *sink = nullptr;
   long long* cycles = nullptr;
   char* flush = nullptr;
-  CHECK(cudaMalloc(&a, kFloats * 4));
-  CHECK(cudaMalloc(&b, kFloats * 4));
-  CHECK(cudaMalloc(&sink, kReaderCtas * kReaderThreads * 4));
-  CHECK(cudaMalloc(&cycles, kReaderCtas * 8));
-  CHECK(cudaMalloc(&flush, size_t{256} << 20));
+  MICRO_CHECK(cudaMalloc(&a, kFloats * 4));
+  MICRO_CHECK(cudaMalloc(&b, kFloats * 4));
+  MICRO_CHECK(cudaMalloc(&sink, kReaderCtas * kReaderThreads * 4));
+  MICRO_CHECK(cudaMalloc(&cycles, kReaderCtas * 8));
+  MICRO_CHECK(cudaMalloc(&flush, size_t{256} << 20));
   cudaStream_t stream;
-  CHECK(cudaStreamCreate(&stream));
+  MICRO_CHECK(cudaStreamCreate(&stream));
   int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  MICRO_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   struct Mode {
     const char* name;
     bool pdl, fresh, flush;
@@ -91,7 +84,7 @@ int main() {
                        Mode{"plain-fresh", false, true, false}, Mode{"flush-fresh", true, true, true}}) {
     std::vector<long long> all;
     for (int rep = 0; rep < 6; ++rep) {
-      if (m.flush) CHECK(cudaMemsetAsync(flush, rep, size_t{256} << 20, stream));
+      if (m.flush) MICRO_CHECK(cudaMemsetAsync(flush, rep, size_t{256} << 20, stream));
       if (!m.fresh) Writer<<<sms, 256, 0, stream>>>(a, 2.0f);  // a written one launch before the reader
       Writer<<<sms, 256, 0, stream>>>(m.fresh ? a : b, static_cast<float>(rep));
       cudaLaunchConfig_t config = {};
@@ -103,11 +96,11 @@ int main() {
       attr[0].val.programmaticStreamSerializationAllowed = 1;
       config.attrs = attr;
       config.numAttrs = m.pdl ? 1 : 0;
-      CHECK(cudaLaunchKernelEx(&config, Reader, static_cast<const float*>(a), sink, cycles));
-      CHECK(cudaStreamSynchronize(stream));
+      MICRO_CHECK(cudaLaunchKernelEx(&config, Reader, static_cast<const float*>(a), sink, cycles));
+      MICRO_CHECK(cudaStreamSynchronize(stream));
       if (rep == 0) continue;  // warm-up
       std::vector<long long> h(kReaderCtas);
-      CHECK(cudaMemcpy(h.data(), cycles, kReaderCtas * 8, cudaMemcpyDeviceToHost));
+      MICRO_CHECK(cudaMemcpy(h.data(), cycles, kReaderCtas * 8, cudaMemcpyDeviceToHost));
       all.insert(all.end(), h.begin(), h.end());
     }
     std::sort(all.begin(), all.end());

@@ -1,0 +1,405 @@
+// Microbenchmark (session 41, issue 4's D 128 tile): the consumer loop of
+// the TMA tree kernel at head dim 128 in three forms, on KV that stays in
+// shared memory (no producer), two consumer warpgroups of 64 packed rows:
+//   step64   today's form (tree_tma.cuh tile()): per 64-token stage, S = Q K^T
+//            as 8 x m64n64k16 with q fragments in registers (RS), P . V of
+//            the stage before issued with it (4 x m64n128k16), the online
+//            softmax over 32 scores per thread (wgmma_tile.cuh's functions).
+//   step128  FlashAttention-3's block at D 128: per 128-token stage, S as
+//            8 x m64n128k16 with q read from shared memory (SS: no q
+//            registers, q read once per 128 keys), P . V of the stage before
+//            as 8 x m64n128k16, the softmax over 64 scores per thread (one
+//            row max, vote and rescale per 128 keys instead of per 64).
+//   step128rs step128 with q fragments in registers (S as RS wgmmas).
+// All run over the same 256 random keys (4 stages of 64 or 2 of 128,
+// 128-byte swizzle), `tiles` 64-token tiles in all, then write o / l; the
+// host checks each against a double-precision reference of attention over
+// those 256 keys (a key sequence repeated whole has the same softmax) and
+// prints clocks per 64-token tile (both warpgroups' 128 rows: 4.2 MFLOP,
+// 1,024 tensor clocks at 4,096 FLOP per clock). ptxas (sm_90a, -Xptxas -v):
+// step64 176 registers, step128 196, step128rs 228, none spilling and no
+// wgmma serialized. What it answers: whether the 128-token block's steady loop
+// is enough faster than today's per tile to pay for 128-token stages in the
+// kernel (producer boxes, edge masks, 2-3 stages: PERF_NOTES session 29
+// item 6, session 41).
+//   nvcc -O3 -std=c++17 -I. -gencode arch=compute_90a,code=sm_90a -Xptxas -v -o tile128 bench/micro/tile128.cu
+//   ./tile128 [tiles=4096] [ctas=132]
+// Built with the benchmarks as micro_tile128 (bench/micro/CMakeLists.txt) where sm_90a is targeted.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "attention/kernels/wgmma_tile.cuh"
+#include "bench/micro/micro_check.h"
+
+namespace k = banyan::attention::kernels;
+using T = __nv_bfloat16;
+constexpr int D = 128, kRows = 128, kKeys = 256, kKSteps = D / 16;
+constexpr int kQBytes = kRows * D * 2;                  // 32 KB: 2 warpgroups x [2 blocks][64 rows][128 B]
+constexpr int kKvBytes = kKeys * D * 2;                 // 64 KB per plane
+constexpr int kSmemBytes = kQBytes + 2 * kKvBytes + 1024;
+
+// Byte offset of element (row, col) of a tile of `rows` rows in the
+// 128-byte swizzled layout of wgmma.cuh (column blocks of 64 elements).
+__host__ __device__ inline int Swizzled(int rows, int row, int col) {
+  const int block = col / 64, chunk = (col % 64) / 8, within = col % 8;
+  return block * rows * 128 + row * 128 + ((chunk ^ (row % 8)) * 16) + within * 2;
+}
+
+// Operand lists (wgmma.cuh undefines its own at its end).
+#define F8(d, i) \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define F64(d) F8(d, 0), F8(d, 8), F8(d, 16), F8(d, 24), F8(d, 32), F8(d, 40), F8(d, 48), F8(d, 56)
+
+// d[64 x 128] = A . B with A (q) from shared memory too: both K-major.
+__device__ __forceinline__ void WgmmaN128SS(float (&d)[64], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+#ifdef BANYAN_WGMMA_ENABLED
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n}\n"
+      : F64(d)
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d));
+#endif
+}
+
+// The operand layouts: q of warpgroup g at q_smem + g * 16 KB ([2][64][128 B]);
+// step64's 4 stages of 64 tokens (K [2][64][128 B], then V) at kv_smem + s * 32 KB;
+// step128's 2 stages of 128 tokens (K [2][128][128 B], then V) at kv_smem + s * 64 KB.
+__global__ void FillSmemImage(const T* q, const T* kk, const T* v, char* image64, char* image128) {
+  // One image per form in global memory; each CTA copies its form's image.
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < kRows * D; i += gridDim.x * blockDim.x) {
+    const int row = i / D, col = i % D, g = row / 64;
+    const T x = q[i];
+    *reinterpret_cast<T*>(image64 + g * 16384 + Swizzled(64, row % 64, col)) = x;
+    *reinterpret_cast<T*>(image128 + g * 16384 + Swizzled(64, row % 64, col)) = x;
+  }
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < kKeys * D; i += gridDim.x * blockDim.x) {
+    const int key = i / D, col = i % D;
+    const int s64 = key / 64, r64 = key % 64, s128 = key / 128, r128 = key % 128;
+    char* b64 = image64 + kQBytes + s64 * 32768;
+    char* b128 = image128 + kQBytes + s128 * 65536;
+    *reinterpret_cast<T*>(b64 + Swizzled(64, r64, col)) = kk[i];
+    *reinterpret_cast<T*>(b64 + 16384 + Swizzled(64, r64, col)) = v[i];
+    *reinterpret_cast<T*>(b128 + Swizzled(128, r128, col)) = kk[i];
+    *reinterpret_cast<T*>(b128 + 32768 + Swizzled(128, r128, col)) = v[i];
+  }
+}
+
+__device__ __forceinline__ char* LoadImage(const char* image, int bytes) {
+  extern __shared__ __align__(1024) char smem_raw[];
+  char* smem = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  for (int i = threadIdx.x; i < bytes / 16; i += blockDim.x) {
+    reinterpret_cast<uint4*>(smem)[i] = reinterpret_cast<const uint4*>(image)[i];
+  }
+  k::FenceProxyAsync();
+  __syncthreads();
+  return smem;
+}
+
+// o / l of the thread's rows into out[128][128] (fp32), CTA 0 only; clocks of
+// every warpgroup.
+template <int kORegs>
+__device__ __forceinline__ void Finish(long long t0, const float (&o)[kORegs], float (&l)[2], float* out,
+                                       long long* clocks) {
+  const long long t1 = clock64();
+  const int group = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int gq = lane / 4, tq = lane % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+  if (blockIdx.x == 0) {
+#pragma unroll
+    for (int j = 0; j < kORegs / 4; ++j) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = group * 64 + warp * 16 + gq + 8 * r, col = 8 * j + 2 * tq;
+        out[row * D + col] = o[j * 4 + r * 2] / l[r];
+        out[row * D + col + 1] = o[j * 4 + r * 2 + 1] / l[r];
+      }
+    }
+  }
+  if (threadIdx.x % 128 == 0) clocks[blockIdx.x * 2 + group] = t1 - t0;
+}
+
+// A loop's starting state: o = 0, P = 0 (the first step's P . V adds nothing).
+template <int kPSteps>
+__device__ __forceinline__ void ZeroState(float (&o)[D / 2], uint32_t (&pa)[kPSteps][4]) {
+#pragma unroll
+  for (int j = 0; j < D / 2; ++j) o[j] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPSteps * 4; ++j) pa[j / 4][j % 4] = 0u;
+}
+
+// The warpgroup's q rows as A fragments (the layout of wgmma.cuh) from the
+// swizzled image in shared memory.
+__device__ __forceinline__ void LoadQFragments(const char* smem, uint32_t (&qf)[kKSteps][4]) {
+  const int group = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int gq = lane / 4, tq = lane % 4;
+  const char* qs = smem + group * 16384;
+#pragma unroll
+  for (int ks = 0; ks < kKSteps; ++ks) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int row = warp * 16 + gq + (j % 2) * 8, col = ks * 16 + tq * 2 + (j / 2) * 8;
+      qf[ks][j] = *reinterpret_cast<const uint32_t*>(qs + Swizzled(64, row, col));
+    }
+  }
+}
+
+// Today's form: tree_tma.cuh tile() at D 128 on the unmasked span (q in
+// registers, S of stage t with P . V of t - 1, K released after S).
+__global__ void __launch_bounds__(256, 1) Step64(const char* image, int tiles, float scale, float* out,
+                                                 long long* clocks) {
+#ifdef BANYAN_WGMMA_ENABLED
+  char* smem = LoadImage(image, kQBytes + 2 * kKvBytes);
+  const int tq = threadIdx.x % 4;
+  uint32_t qf[kKSteps][4];
+  LoadQFragments(smem, qf);
+  char* kv = smem + kQBytes;
+  const uint64_t k_desc0 = k::SmemDescriptor(kv, 16, 1024);
+  const uint64_t v_desc0 = k::SmemDescriptor(kv + 16384, 64 * 128, 1024);
+  float o[D / 2], m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f}, neg_m[2] = {-0.0f, -0.0f};
+  uint32_t pa[4][4];
+  ZeroState(o, pa);
+  const int32_t limit[2] = {INT32_MAX, INT32_MAX};
+  int prev = 0;
+  __syncthreads();
+  const long long t0 = clock64();
+  for (int t = 0; t < tiles; ++t) {
+    const int stage = t % 4;
+    float s[32];
+    const uint32_t k_units = __shfl_sync(0xffffffffu, stage * 2048, 0);
+    const uint32_t v_units = __shfl_sync(0xffffffffu, prev * 2048, 0);
+    k::IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
+    k::WgmmaWait<1>();
+    k::FenceRegs(s);
+    float factor[2];
+    k::SoftmaxTile64(s, 0, false, 0, limit, tq, scale, m, neg_m, l, factor);
+    k::WgmmaWait<0>();
+    k::FenceRegs(o);
+    k::RescaleAndPackP<T>(o, factor, s, pa);
+    prev = stage;
+  }
+  k::LastTileProduct<T>(o, pa, v_desc0, prev * 2048);
+  Finish(t0, o, l, out, clocks);
+#endif
+}
+
+// The row maxima of a 128-token step's 64 scores per thread (32 per row),
+// as a tree, into the lazy running max; the factor o must be scaled by.
+__device__ __forceinline__ void MoveRowMax128(const float (&s)[64], float scale, float (&m)[2], float (&l)[2],
+                                              float (&factor)[2], float (&neg_m)[2]) {
+  // Each half (tokens 0-63, 64-127) is a 64-token tile's 32 scores in the same layout: reduced as the kernel does.
+  auto max_op = [](float a, float b) { return fmaxf(a, b); };
+  float lo[2], hi[2], tile_max[2];
+  k::ReduceRows(reinterpret_cast<const float(&)[32]>(s[0]), max_op, lo);
+  k::ReduceRows(reinterpret_cast<const float(&)[32]>(s[32]), max_op, hi);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) tile_max[r] = fmaxf(lo[r], hi[r]);
+  bool keep = true;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) keep = keep && !(tile_max[r] * scale > m[r] + k::kRescaleSlack);
+  if (__all_sync(0xffffffffu, keep)) {
+    factor[0] = factor[1] = 1.0f;
+    return;
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+    const float m_new = k::LazyMax(m[r], tile_max[r] * scale);
+    factor[r] = m_new == m[r] ? 1.0f : k::RescaleFactor(m[r], m_new);
+    m[r] = m_new;
+    l[r] *= factor[r];
+    neg_m[r] = -k::SafeMax(m_new);
+  }
+}
+
+// FlashAttention-3's D 128 block: 128 tokens per step, q from shared memory
+// (kQInRegs: q fragments in registers instead, S as RS wgmmas: what the SS
+// form's shared-memory reads of q cost).
+template <bool kQInRegs>
+__global__ void __launch_bounds__(256, 1) Step128(const char* image, int tiles, float scale, float* out,
+                                                  long long* clocks) {
+#ifdef BANYAN_WGMMA_ENABLED
+  char* smem = LoadImage(image, kQBytes + 2 * kKvBytes);
+  const int group = threadIdx.x / 128;
+  uint32_t qf[kQInRegs ? kKSteps : 1][4];
+  if constexpr (kQInRegs) LoadQFragments(smem, qf);
+  char* kv = smem + kQBytes;
+  const uint64_t q_desc = k::SmemDescriptor(smem + group * 16384, 16, 1024);
+  const uint64_t k_desc0 = k::SmemDescriptor(kv, 16, 1024);
+  const uint64_t v_desc0 = k::SmemDescriptor(kv + 32768, 128 * 128, 1024);
+  float o[D / 2], m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f}, neg_m[2] = {-0.0f, -0.0f};
+  uint32_t pa[8][4];
+  ZeroState(o, pa);
+  int prev = 0;
+  __syncthreads();
+  const long long t0 = clock64();
+  for (int t = 0; t < tiles / 2; ++t) {
+    const int stage = t % 2;
+    float s[64];
+    const uint32_t k_units = __shfl_sync(0xffffffffu, stage * 4096, 0);
+    const uint32_t v_units = __shfl_sync(0xffffffffu, prev * 4096, 0);
+    k::WgmmaFence();
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) {  // S = q . K^T over 128 tokens: q block ks / 4, 32 bytes per k-step
+      const uint32_t a_off = (ks / 4) * (64 * 8) + (ks % 4) * 2, b_off = k_units + (ks / 4) * (128 * 8) + (ks % 4) * 2;
+      if constexpr (kQInRegs) {
+        k::Wgmma<T, 0>(s, qf[ks], k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
+      } else {
+        WgmmaN128SS(s, k::DescriptorPlus(q_desc, a_off), k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
+      }
+    }
+    k::WgmmaCommit();
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, v_units + kk * 128), 1);
+    k::WgmmaCommit();
+    k::WgmmaWait<1>();
+    k::FenceRegs(s);
+    float factor[2];
+    MoveRowMax128(s, scale, m, l, factor, neg_m);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s[i] = k::FastExp2(fmaf(s[i], scale, neg_m[(i % 4) / 2]));
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 64; i += 8) {
+      sum[0] += (s[i] + s[i + 1]) + (s[i + 4] + s[i + 5]);
+      sum[1] += (s[i + 2] + s[i + 3]) + (s[i + 6] + s[i + 7]);
+    }
+    l[0] += sum[0];
+    l[1] += sum[1];
+    k::WgmmaWait<0>();
+    k::FenceRegs(o);
+    if (factor[0] != 1.0f || factor[1] != 1.0f) k::MultiplyRows(o, factor);
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      pa[nt / 2][(nt % 2) * 2 + 0] = k::PackPair<T>(s[nt * 4 + 0], s[nt * 4 + 1]);
+      pa[nt / 2][(nt % 2) * 2 + 1] = k::PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
+    }
+    prev = stage;
+  }
+  k::FenceRegs(o);
+  k::WgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, prev * 4096 + kk * 128), 1);
+  k::WgmmaCommit();
+  k::WgmmaWait<0>();
+  k::FenceRegs(o);
+  Finish(t0, o, l, out, clocks);
+#endif
+}
+
+int main(int argc, char** argv) {
+  const int tiles = argc > 1 ? std::atoi(argv[1]) : 4096, ctas = argc > 2 ? std::atoi(argv[2]) : 132;
+  if (tiles < 4 || tiles % 4 != 0) {
+    std::fprintf(stderr, "tiles must be a positive multiple of 4 (both forms walk all 256 keys)\n");
+    return 2;
+  }
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<T> q(kRows * D), kk(kKeys * D), v(kKeys * D);
+  std::vector<float> qf(q.size()), kf(kk.size()), vf(v.size());
+  for (size_t i = 0; i < q.size(); ++i) qf[i] = __bfloat162float(q[i] = __float2bfloat16(normal(rng)));
+  for (size_t i = 0; i < kk.size(); ++i) kf[i] = __bfloat162float(kk[i] = __float2bfloat16(normal(rng)));
+  for (size_t i = 0; i < v.size(); ++i) vf[i] = __bfloat162float(v[i] = __float2bfloat16(normal(rng)));
+  const float softmax_scale = 1.0f / std::sqrt(static_cast<float>(D));
+  // Reference: attention of every row over the 256 keys, in double.
+  std::vector<double> ref(kRows * D);
+  for (int r = 0; r < kRows; ++r) {
+    std::vector<double> w(kKeys);
+    double mx = -1e300, sum = 0;
+    for (int j = 0; j < kKeys; ++j) {
+      double dot = 0;
+      for (int c = 0; c < D; ++c) dot += double{qf[r * D + c]} * kf[j * D + c];
+      w[j] = dot * softmax_scale;
+      mx = std::max(mx, w[j]);
+    }
+    for (int j = 0; j < kKeys; ++j) sum += (w[j] = std::exp(w[j] - mx));
+    for (int c = 0; c < D; ++c) {
+      double acc = 0;
+      for (int j = 0; j < kKeys; ++j) acc += w[j] * vf[j * D + c];
+      ref[r * D + c] = acc / sum;
+    }
+  }
+  T *dq, *dk, *dv;
+  char *img64, *img128;
+  float* dout;
+  long long* dclk;
+  MICRO_CHECK(cudaMalloc(&dq, q.size() * 2));
+  MICRO_CHECK(cudaMalloc(&dk, kk.size() * 2));
+  MICRO_CHECK(cudaMalloc(&dv, v.size() * 2));
+  MICRO_CHECK(cudaMalloc(&img64, kQBytes + 2 * kKvBytes));
+  MICRO_CHECK(cudaMalloc(&img128, kQBytes + 2 * kKvBytes));
+  MICRO_CHECK(cudaMalloc(&dout, kRows * D * 4));
+  MICRO_CHECK(cudaMalloc(&dclk, ctas * 2 * sizeof(long long)));
+  MICRO_CHECK(cudaMemcpy(dq, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+  MICRO_CHECK(cudaMemcpy(dk, kk.data(), kk.size() * 2, cudaMemcpyHostToDevice));
+  MICRO_CHECK(cudaMemcpy(dv, v.data(), v.size() * 2, cudaMemcpyHostToDevice));
+  FillSmemImage<<<64, 256>>>(dq, dk, dv, img64, img128);
+  MICRO_CHECK(cudaGetLastError());
+  MICRO_CHECK(cudaFuncSetAttribute(Step64, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  MICRO_CHECK(cudaFuncSetAttribute(Step128<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  MICRO_CHECK(cudaFuncSetAttribute(Step128<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  const float scale = softmax_scale * 1.4426950408889634f;
+  cudaEvent_t e0, e1;
+  MICRO_CHECK(cudaEventCreate(&e0));
+  MICRO_CHECK(cudaEventCreate(&e1));
+  int failures = 0;
+  const char* names[3] = {"step64", "step128", "step128rs"};
+  for (int form = 0; form < 3; ++form) {
+    for (int rep = 0; rep < 3; ++rep) {
+      MICRO_CHECK(cudaMemset(dout, 0xFF, kRows * D * 4));  // poisoned: NaN unless written
+      MICRO_CHECK(cudaEventRecord(e0));
+      if (form == 0) {
+        Step64<<<ctas, 256, kSmemBytes>>>(img64, tiles, scale, dout, dclk);
+      } else if (form == 1) {
+        Step128<false><<<ctas, 256, kSmemBytes>>>(img128, tiles, scale, dout, dclk);
+      } else {
+        Step128<true><<<ctas, 256, kSmemBytes>>>(img128, tiles, scale, dout, dclk);
+      }
+      MICRO_CHECK(cudaEventRecord(e1));
+      MICRO_CHECK(cudaGetLastError());
+      MICRO_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      MICRO_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      std::vector<float> out(kRows * D);
+      std::vector<long long> clk(ctas * 2);
+      MICRO_CHECK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
+      MICRO_CHECK(cudaMemcpy(clk.data(), dclk, clk.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+      double err = 0, norm = 0;
+      bool finite = true;
+      for (size_t i = 0; i < out.size(); ++i) {
+        finite = finite && std::isfinite(out[i]);
+        err += (out[i] - ref[i]) * (out[i] - ref[i]);
+        norm += ref[i] * ref[i];
+      }
+      const double rel = std::sqrt(err / norm);
+      const bool ok = finite && rel < 1e-2;
+      failures += ok ? 0 : 1;
+      long long clk_max = 0, clk_sum = 0;
+      for (long long c : clk) {
+        clk_max = std::max(clk_max, c);
+        clk_sum += c;
+      }
+      std::printf("%-8s rep %d: %7.1f clk per 64-token tile (mean over warpgroups), %7.1f max; %8.3f ms, %.3f us per "
+                  "tile per CTA; rel err %.2e %s\n",
+                  names[form], rep, static_cast<double>(clk_sum) / clk.size() / tiles,
+                  static_cast<double>(clk_max) / tiles, ms, 1000.0 * ms / tiles, rel, ok ? "ok" : "FAILED");
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
