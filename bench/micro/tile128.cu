@@ -11,19 +11,25 @@
 //            as 8 x m64n128k16, the softmax over 64 scores per thread (one
 //            row max, vote and rescale per 128 keys instead of per 64).
 //   step128rs step128 with q fragments in registers (S as RS wgmmas).
+// Each form runs first on stages held in shared memory (the loop alone), then
+// with the argument `ring` also fed as in the kernel: a producer warpgroup
+// (40 registers; one thread issuing bulk copies from the image in L2) and the
+// consumers at 232 registers, a ring of 5 x 32 KB (64-token stages, the TMA
+// kernel's D 128 depth) or 3 x 64 KB (128-token stages) beside q, full /
+// empty mbarriers as tree_tma.cuh's (K released after S, V after P . V).
 // All run over the same 256 random keys (4 stages of 64 or 2 of 128,
 // 128-byte swizzle), `tiles` 64-token tiles in all, then write o / l; the
 // host checks each against a double-precision reference of attention over
 // those 256 keys (a key sequence repeated whole has the same softmax) and
 // prints clocks per 64-token tile (both warpgroups' 128 rows: 4.2 MFLOP,
 // 1,024 tensor clocks at 4,096 FLOP per clock). ptxas (sm_90a, -Xptxas -v):
-// step64 176 registers, step128 196, step128rs 228, none spilling and no
-// wgmma serialized. What it answers: whether the 128-token block's steady loop
+// held step64 176 registers, step128 194, step128rs 226; none spilling and
+// no wgmma serialized, ring forms included. What it answers: whether the 128-token block's steady loop
 // is enough faster than today's per tile to pay for 128-token stages in the
 // kernel (producer boxes, edge masks, 2-3 stages: PERF_NOTES session 29
 // item 6, session 41).
 //   nvcc -O3 -std=c++17 -I. -gencode arch=compute_90a,code=sm_90a -Xptxas -v -o tile128 bench/micro/tile128.cu
-//   ./tile128 [tiles=4096] [ctas=132]
+//   ./tile128 [tiles=4096] [ctas=132] [ring]
 // Built with the benchmarks as micro_tile128 (bench/micro/CMakeLists.txt) where sm_90a is targeted.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -33,8 +39,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "attention/kernels/tma.cuh"
 #include "attention/kernels/wgmma_tile.cuh"
 #include "bench/micro/micro_check.h"
 
@@ -96,6 +104,8 @@ __global__ void FillSmemImage(const T* q, const T* kk, const T* v, char* image64
   }
 }
 
+// Copies the first `bytes` of `image` into the CTA's shared memory (1024-byte
+// aligned base, returned); every thread, then a barrier.
 __device__ __forceinline__ char* LoadImage(const char* image, int bytes) {
   extern __shared__ __align__(1024) char smem_raw[];
   char* smem = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
@@ -107,13 +117,13 @@ __device__ __forceinline__ char* LoadImage(const char* image, int bytes) {
   return smem;
 }
 
-// o / l of the thread's rows into out[128][128] (fp32), CTA 0 only; clocks of
-// every warpgroup.
+// o / l of the consumer thread ct's rows into out[128][128] (fp32), CTA 0
+// only; clocks of every warpgroup.
 template <int kORegs>
-__device__ __forceinline__ void Finish(long long t0, const float (&o)[kORegs], float (&l)[2], float* out,
+__device__ __forceinline__ void Finish(int ct, long long t0, const float (&o)[kORegs], float (&l)[2], float* out,
                                        long long* clocks) {
   const long long t1 = clock64();
-  const int group = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int group = ct / 128, warp = (ct % 128) / 32, lane = ct % 32;
   const int gq = lane / 4, tq = lane % 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -131,7 +141,7 @@ __device__ __forceinline__ void Finish(long long t0, const float (&o)[kORegs], f
       }
     }
   }
-  if (threadIdx.x % 128 == 0) clocks[blockIdx.x * 2 + group] = t1 - t0;
+  if (ct % 128 == 0) clocks[blockIdx.x * 2 + group] = t1 - t0;
 }
 
 // A loop's starting state: o = 0, P = 0 (the first step's P . V adds nothing).
@@ -143,10 +153,10 @@ __device__ __forceinline__ void ZeroState(float (&o)[D / 2], uint32_t (&pa)[kPSt
   for (int j = 0; j < kPSteps * 4; ++j) pa[j / 4][j % 4] = 0u;
 }
 
-// The warpgroup's q rows as A fragments (the layout of wgmma.cuh) from the
-// swizzled image in shared memory.
-__device__ __forceinline__ void LoadQFragments(const char* smem, uint32_t (&qf)[kKSteps][4]) {
-  const int group = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+// Consumer thread ct's q rows as A fragments (the layout of wgmma.cuh) from
+// the swizzled image in shared memory.
+__device__ __forceinline__ void LoadQFragments(int ct, const char* smem, uint32_t (&qf)[kKSteps][4]) {
+  const int group = ct / 128, warp = (ct % 128) / 32, lane = ct % 32;
   const int gq = lane / 4, tq = lane % 4;
   const char* qs = smem + group * 16384;
 #pragma unroll
@@ -159,43 +169,70 @@ __device__ __forceinline__ void LoadQFragments(const char* smem, uint32_t (&qf)[
   }
 }
 
+// Where a loop's stages come from. Held: the kDistinct stages of the image
+// sit in shared memory from the start (no producer, no waits): the loop
+// alone. Ring: kSlots stages refilled by a producer thread with bulk copies
+// from the image in global memory (L2), full / empty mbarriers as in
+// tree_tma.cuh (full: one arrival + the stage's bytes; empty per plane: the
+// 8 consumer warps, K after S of its step retired, V after its P . V).
+template <int kSlotsN>
+struct Held {
+  static constexpr int kSlots = kSlotsN;
+  __device__ __forceinline__ void Wait(int) const {}
+  __device__ __forceinline__ void ReleaseK(int) const {}
+  __device__ __forceinline__ void ReleaseV(int) const {}
+};
+template <int kSlotsN>
+struct Ring {
+  static constexpr int kSlots = kSlotsN;
+  uint64_t* bars;  // full[kSlots], empty K[kSlots], empty V[kSlots]
+  __device__ __forceinline__ void Wait(int step) const {
+    k::MbarrierWait(bars + step % kSlots, static_cast<uint32_t>(step / kSlots) & 1u);
+  }
+  __device__ __forceinline__ void Release(int plane, int step) const {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) k::MbarrierArrive(bars + (1 + plane) * kSlots + step % kSlots);
+  }
+  __device__ __forceinline__ void ReleaseK(int step) const { Release(0, step); }
+  __device__ __forceinline__ void ReleaseV(int step) const { Release(1, step); }
+};
+
 // Today's form: tree_tma.cuh tile() at D 128 on the unmasked span (q in
-// registers, S of stage t with P . V of t - 1, K released after S).
-__global__ void __launch_bounds__(256, 1) Step64(const char* image, int tiles, float scale, float* out,
-                                                 long long* clocks) {
-#ifdef BANYAN_WGMMA_ENABLED
-  char* smem = LoadImage(image, kQBytes + 2 * kKvBytes);
-  const int tq = threadIdx.x % 4;
+// registers, S of stage t with P . V of t - 1, K released after S). `kv`:
+// the feed's stage slots of 32 KB (K then V).
+template <class Feed>
+__device__ __forceinline__ void Loop64(int ct, const char* smem, char* kv, const Feed& feed, int tiles, float scale,
+                                       float* out, long long* clocks) {
+  const int tq = ct % 4;
   uint32_t qf[kKSteps][4];
-  LoadQFragments(smem, qf);
-  char* kv = smem + kQBytes;
+  LoadQFragments(ct, smem, qf);
   const uint64_t k_desc0 = k::SmemDescriptor(kv, 16, 1024);
   const uint64_t v_desc0 = k::SmemDescriptor(kv + 16384, 64 * 128, 1024);
   float o[D / 2], m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f}, neg_m[2] = {-0.0f, -0.0f};
   uint32_t pa[4][4];
   ZeroState(o, pa);
   const int32_t limit[2] = {INT32_MAX, INT32_MAX};
-  int prev = 0;
-  __syncthreads();
   const long long t0 = clock64();
   for (int t = 0; t < tiles; ++t) {
-    const int stage = t % 4;
     float s[32];
-    const uint32_t k_units = __shfl_sync(0xffffffffu, stage * 2048, 0);
-    const uint32_t v_units = __shfl_sync(0xffffffffu, prev * 2048, 0);
+    const uint32_t k_units = __shfl_sync(0xffffffffu, (t % Feed::kSlots) * 2048, 0);
+    // P . V of the step before (P = 0 at t = 0: then this step's landed, finite V, never an unfilled slot's).
+    const uint32_t v_units = __shfl_sync(0xffffffffu, (t > 0 ? (t - 1) % Feed::kSlots : 0) * 2048, 0);
+    feed.Wait(t);
     k::IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
     k::WgmmaWait<1>();
     k::FenceRegs(s);
+    feed.ReleaseK(t);
     float factor[2];
     k::SoftmaxTile64(s, 0, false, 0, limit, tq, scale, m, neg_m, l, factor);
     k::WgmmaWait<0>();
     k::FenceRegs(o);
+    if (t > 0) feed.ReleaseV(t - 1);
     k::RescaleAndPackP<T>(o, factor, s, pa);
-    prev = stage;
   }
-  k::LastTileProduct<T>(o, pa, v_desc0, prev * 2048);
-  Finish(t0, o, l, out, clocks);
-#endif
+  k::LastTileProduct<T>(o, pa, v_desc0, ((tiles - 1) % Feed::kSlots) * 2048);
+  feed.ReleaseV(tiles - 1);
+  Finish(ct, t0, o, l, out, clocks);
 }
 
 // The row maxima of a 128-token step's 64 scores per thread (32 per row),
@@ -230,30 +267,26 @@ __device__ __forceinline__ void MoveRowMax128(const float (&s)[64], float scale,
 
 // FlashAttention-3's D 128 block: 128 tokens per step, q from shared memory
 // (kQInRegs: q fragments in registers instead, S as RS wgmmas: what the SS
-// form's shared-memory reads of q cost).
-template <bool kQInRegs>
-__global__ void __launch_bounds__(256, 1) Step128(const char* image, int tiles, float scale, float* out,
-                                                  long long* clocks) {
-#ifdef BANYAN_WGMMA_ENABLED
-  char* smem = LoadImage(image, kQBytes + 2 * kKvBytes);
-  const int group = threadIdx.x / 128;
+// form's shared-memory reads of q cost). `kv`: stage slots of 64 KB.
+template <bool kQInRegs, class Feed>
+__device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, const Feed& feed, int tiles, float scale,
+                                        float* out, long long* clocks) {
+  const int group = ct / 128;
   uint32_t qf[kQInRegs ? kKSteps : 1][4];
-  if constexpr (kQInRegs) LoadQFragments(smem, qf);
-  char* kv = smem + kQBytes;
+  if constexpr (kQInRegs) LoadQFragments(ct, smem, qf);
   const uint64_t q_desc = k::SmemDescriptor(smem + group * 16384, 16, 1024);
   const uint64_t k_desc0 = k::SmemDescriptor(kv, 16, 1024);
   const uint64_t v_desc0 = k::SmemDescriptor(kv + 32768, 128 * 128, 1024);
   float o[D / 2], m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f}, neg_m[2] = {-0.0f, -0.0f};
   uint32_t pa[8][4];
   ZeroState(o, pa);
-  int prev = 0;
-  __syncthreads();
+  const int steps = tiles / 2;
   const long long t0 = clock64();
-  for (int t = 0; t < tiles / 2; ++t) {
-    const int stage = t % 2;
+  for (int t = 0; t < steps; ++t) {
     float s[64];
-    const uint32_t k_units = __shfl_sync(0xffffffffu, stage * 4096, 0);
-    const uint32_t v_units = __shfl_sync(0xffffffffu, prev * 4096, 0);
+    const uint32_t k_units = __shfl_sync(0xffffffffu, (t % Feed::kSlots) * 4096, 0);
+    const uint32_t v_units = __shfl_sync(0xffffffffu, (t > 0 ? (t - 1) % Feed::kSlots : 0) * 4096, 0);
+    feed.Wait(t);
     k::WgmmaFence();
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks) {  // S = q . K^T over 128 tokens: q block ks / 4, 32 bytes per k-step
@@ -270,6 +303,7 @@ __global__ void __launch_bounds__(256, 1) Step128(const char* image, int tiles, 
     k::WgmmaCommit();
     k::WgmmaWait<1>();
     k::FenceRegs(s);
+    feed.ReleaseK(t);
     float factor[2];
     MoveRowMax128(s, scale, m, l, factor, neg_m);
 #pragma unroll
@@ -284,29 +318,108 @@ __global__ void __launch_bounds__(256, 1) Step128(const char* image, int tiles, 
     l[1] += sum[1];
     k::WgmmaWait<0>();
     k::FenceRegs(o);
+    if (t > 0) feed.ReleaseV(t - 1);
     if (factor[0] != 1.0f || factor[1] != 1.0f) k::MultiplyRows(o, factor);
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
       pa[nt / 2][(nt % 2) * 2 + 0] = k::PackPair<T>(s[nt * 4 + 0], s[nt * 4 + 1]);
       pa[nt / 2][(nt % 2) * 2 + 1] = k::PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
     }
-    prev = stage;
   }
+  const uint32_t last = ((steps - 1) % Feed::kSlots) * 4096;
   k::FenceRegs(o);
   k::WgmmaFence();
 #pragma unroll
-  for (int kk = 0; kk < 8; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, prev * 4096 + kk * 128), 1);
+  for (int kk = 0; kk < 8; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, last + kk * 128), 1);
   k::WgmmaCommit();
   k::WgmmaWait<0>();
   k::FenceRegs(o);
-  Finish(t0, o, l, out, clocks);
+  feed.ReleaseV(steps - 1);
+  Finish(ct, t0, o, l, out, clocks);
+}
+
+// The forms: 0 step64, 1 step128 (q SS), 2 step128rs (q in registers).
+template <int kForm>
+inline constexpr int kStageTokens = kForm == 0 ? 64 : 128;
+template <int kForm>
+inline constexpr int kStageBytes = 2 * kStageTokens<kForm> * D * 2;
+// Ring slots: as many stages as fit beside q (227 KB): 5 x 32 KB (the TMA
+// kernel's D 128 depth) or 3 x 64 KB.
+template <int kForm>
+inline constexpr int kRingSlots = kForm == 0 ? 5 : 3;
+template <int kForm>
+inline constexpr int kRingSmemBytes = kQBytes + kRingSlots<kForm> * kStageBytes<kForm> + 3 * kRingSlots<kForm> * 8 + 1024;
+static_assert(kRingSmemBytes<1> <= 227 * 1024);
+
+template <int kForm, class Feed>
+__device__ __forceinline__ void RunForm(int ct, const char* smem, char* kv, const Feed& feed, int tiles, float scale,
+                                        float* out, long long* clocks) {
+  if constexpr (kForm == 0) {
+    Loop64(ct, smem, kv, feed, tiles, scale, out, clocks);
+  } else {
+    Loop128<kForm == 2>(ct, smem, kv, feed, tiles, scale, out, clocks);
+  }
+}
+
+// Two consumer warpgroups on the image's distinct stages, held in shared memory.
+template <int kForm>
+__global__ void __launch_bounds__(256, 1) HeldLoop(const char* image, int tiles, float scale, float* out,
+                                                   long long* clocks) {
+#ifdef BANYAN_WGMMA_ENABLED
+  char* smem = LoadImage(image, kQBytes + 2 * kKvBytes);
+  RunForm<kForm>(static_cast<int>(threadIdx.x), smem, smem + kQBytes, Held<kKeys / kStageTokens<kForm>>{}, tiles,
+                 scale, out, clocks);
+#endif
+}
+
+// A producer warpgroup (one thread copies, 40 registers) and two consumer
+// warpgroups (232 registers), as the TMA kernel splits them; the producer
+// copies the image's distinct stages in turn into the ring.
+template <int kForm>
+__global__ void __launch_bounds__(384, 1) RingLoop(const char* image, int tiles, float scale, float* out,
+                                                   long long* clocks) {
+#ifdef BANYAN_WGMMA_ENABLED
+  constexpr int kSlots = kRingSlots<kForm>, kBytes = kStageBytes<kForm>;
+  extern __shared__ __align__(1024) char smem_raw[];
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  char* kv = base + kQBytes;
+  uint64_t* bars = reinterpret_cast<uint64_t*>(kv + kSlots * kBytes);
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kSlots; ++i) {
+      k::MbarrierInit(bars + i, 1);
+      k::MbarrierInit(bars + kSlots + i, 8);
+      k::MbarrierInit(bars + 2 * kSlots + i, 8);
+    }
+    k::FenceMbarrierInit();
+  }
+  char* smem = LoadImage(image, kQBytes);  // q; its barrier also publishes the mbarriers
+  const int steps = kForm == 0 ? tiles : tiles / 2;
+  if (threadIdx.x < 128) {
+    k::ShrinkRegisters<40>();
+    if (threadIdx.x == 0) {
+      constexpr int kDistinct = kKeys / kStageTokens<kForm>;
+      for (int v = 0; v < steps; ++v) {
+        const int slot = v % kSlots;
+        const uint32_t phase = static_cast<uint32_t>(v / kSlots) & 1u;
+        k::MbarrierWait(bars + kSlots + slot, phase ^ 1u);
+        k::MbarrierWait(bars + 2 * kSlots + slot, phase ^ 1u);
+        k::MbarrierArriveExpectTx(bars + slot, kBytes);
+        const char* src = image + kQBytes + (v % kDistinct) * kBytes;
+        k::BulkCopyToShared(kv + slot * kBytes, src, kBytes / 2, bars + slot);
+        k::BulkCopyToShared(kv + slot * kBytes + kBytes / 2, src + kBytes / 2, kBytes / 2, bars + slot);
+      }
+    }
+    return;
+  }
+  k::GrowRegisters<232>();
+  RunForm<kForm>(static_cast<int>(threadIdx.x) - 128, smem, kv, Ring<kSlots>{bars}, tiles, scale, out, clocks);
 #endif
 }
 
 int main(int argc, char** argv) {
   const int tiles = argc > 1 ? std::atoi(argv[1]) : 4096, ctas = argc > 2 ? std::atoi(argv[2]) : 132;
   if (tiles < 4 || tiles % 4 != 0) {
-    std::fprintf(stderr, "tiles must be a positive multiple of 4 (both forms walk all 256 keys)\n");
+    std::fprintf(stderr, "tiles must be a positive multiple of 4 (every form walks all 256 keys)\n");
     return 2;
   }
   std::mt19937 rng(41);
@@ -351,26 +464,33 @@ int main(int argc, char** argv) {
   MICRO_CHECK(cudaMemcpy(dv, v.data(), v.size() * 2, cudaMemcpyHostToDevice));
   FillSmemImage<<<64, 256>>>(dq, dk, dv, img64, img128);
   MICRO_CHECK(cudaGetLastError());
-  MICRO_CHECK(cudaFuncSetAttribute(Step64, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  MICRO_CHECK(cudaFuncSetAttribute(Step128<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  MICRO_CHECK(cudaFuncSetAttribute(Step128<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   const float scale = softmax_scale * 1.4426950408889634f;
   cudaEvent_t e0, e1;
   MICRO_CHECK(cudaEventCreate(&e0));
   MICRO_CHECK(cudaEventCreate(&e1));
+  // The variants: each form held in shared memory, then (argument "ring") fed through a ring.
+  using Kernel = void (*)(const char*, int, float, float*, long long*);
+  struct Variant {
+    const char* name;
+    Kernel kernel;
+    const char* image;
+    int threads, smem;
+  };
+  std::vector<Variant> variants = {{"step64", HeldLoop<0>, img64, 256, kSmemBytes},
+                                   {"step128", HeldLoop<1>, img128, 256, kSmemBytes},
+                                   {"step128rs", HeldLoop<2>, img128, 256, kSmemBytes}};
+  if (argc > 3 && std::string(argv[3]) == "ring") {
+    variants.push_back({"ring64x5", RingLoop<0>, img64, 384, kRingSmemBytes<0>});
+    variants.push_back({"ring128x3", RingLoop<1>, img128, 384, kRingSmemBytes<1>});
+    variants.push_back({"ring128rsx3", RingLoop<2>, img128, 384, kRingSmemBytes<2>});
+  }
   int failures = 0;
-  const char* names[3] = {"step64", "step128", "step128rs"};
-  for (int form = 0; form < 3; ++form) {
+  for (const Variant& var : variants) {
+    MICRO_CHECK(cudaFuncSetAttribute(var.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, var.smem));
     for (int rep = 0; rep < 3; ++rep) {
       MICRO_CHECK(cudaMemset(dout, 0xFF, kRows * D * 4));  // poisoned: NaN unless written
       MICRO_CHECK(cudaEventRecord(e0));
-      if (form == 0) {
-        Step64<<<ctas, 256, kSmemBytes>>>(img64, tiles, scale, dout, dclk);
-      } else if (form == 1) {
-        Step128<false><<<ctas, 256, kSmemBytes>>>(img128, tiles, scale, dout, dclk);
-      } else {
-        Step128<true><<<ctas, 256, kSmemBytes>>>(img128, tiles, scale, dout, dclk);
-      }
+      var.kernel<<<ctas, var.threads, var.smem>>>(var.image, tiles, scale, dout, dclk);
       MICRO_CHECK(cudaEventRecord(e1));
       MICRO_CHECK(cudaGetLastError());
       MICRO_CHECK(cudaEventSynchronize(e1));
@@ -395,9 +515,9 @@ int main(int argc, char** argv) {
         clk_max = std::max(clk_max, c);
         clk_sum += c;
       }
-      std::printf("%-8s rep %d: %7.1f clk per 64-token tile (mean over warpgroups), %7.1f max; %8.3f ms, %.3f us per "
+      std::printf("%-11s rep %d: %7.1f clk per 64-token tile (mean over warpgroups), %7.1f max; %8.3f ms, %.3f us per "
                   "tile per CTA; rel err %.2e %s\n",
-                  names[form], rep, static_cast<double>(clk_sum) / clk.size() / tiles,
+                  var.name, rep, static_cast<double>(clk_sum) / clk.size() / tiles,
                   static_cast<double>(clk_max) / tiles, ms, 1000.0 * ms / tiles, rel, ok ? "ok" : "FAILED");
     }
   }
