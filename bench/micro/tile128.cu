@@ -1,6 +1,6 @@
 // Microbenchmark (session 41, issue 4's D 128 tile): the consumer loop of
-// the TMA tree kernel at head dim 128 in three forms, on KV that stays in
-// shared memory (no producer), two consumer warpgroups of 64 packed rows:
+// the TMA tree kernel at head dim 128 in three forms, two consumer
+// warpgroups of 64 packed rows:
 //   step64   today's form (tree_tma.cuh tile()): per 64-token stage, S = Q K^T
 //            as 8 x m64n64k16 with q fragments in registers (RS), P . V of
 //            the stage before issued with it (4 x m64n128k16), the online
@@ -24,10 +24,10 @@
 // prints clocks per 64-token tile (both warpgroups' 128 rows: 4.2 MFLOP,
 // 1,024 tensor clocks at 4,096 FLOP per clock). ptxas (sm_90a, -Xptxas -v):
 // held step64 176 registers, step128 194, step128rs 226; none spilling and
-// no wgmma serialized, ring forms included. What it answers: whether the 128-token block's steady loop
-// is enough faster than today's per tile to pay for 128-token stages in the
-// kernel (producer boxes, edge masks, 2-3 stages: PERF_NOTES session 29
-// item 6, session 41).
+// no wgmma serialized, ring forms included. What it answers: whether the
+// 128-token block's steady loop is enough faster than today's per tile to
+// pay for 128-token stages in the kernel (producer boxes, edge masks, 2-3
+// stages: PERF_NOTES session 29 item 6, session 41 item 6).
 //   nvcc -O3 -std=c++17 -I. -gencode arch=compute_90a,code=sm_90a -Xptxas -v -o tile128 bench/micro/tile128.cu
 //   ./tile128 [tiles=4096] [ctas=132] [ring]
 // Built with the benchmarks as micro_tile128 (bench/micro/CMakeLists.txt) where sm_90a is targeted.
@@ -49,8 +49,8 @@
 namespace k = banyan::attention::kernels;
 using T = __nv_bfloat16;
 constexpr int D = 128, kRows = 128, kKeys = 256, kKSteps = D / 16;
-constexpr int kQBytes = kRows * D * 2;                  // 32 KB: 2 warpgroups x [2 blocks][64 rows][128 B]
-constexpr int kKvBytes = kKeys * D * 2;                 // 64 KB per plane
+constexpr int kQBytes = kRows * D * 2;  // 32 KB: 2 warpgroups x [2 blocks][64 rows][128 B]
+constexpr int kKvBytes = kKeys * D * 2;  // 64 KB per plane
 constexpr int kSmemBytes = kQBytes + 2 * kKvBytes + 1024;
 
 // Byte offset of element (row, col) of a tile of `rows` rows in the
@@ -81,11 +81,12 @@ __device__ __forceinline__ void WgmmaN128SS(float (&d)[64], uint64_t a_desc, uin
 #endif
 }
 
-// The operand layouts: q of warpgroup g at q_smem + g * 16 KB ([2][64][128 B]);
-// step64's 4 stages of 64 tokens (K [2][64][128 B], then V) at kv_smem + s * 32 KB;
-// step128's 2 stages of 128 tokens (K [2][128][128 B], then V) at kv_smem + s * 64 KB.
+// The shared-memory images of the inputs in global memory, one per stage size:
+// q of warpgroup g at g * 16 KB ([2][64][128 B]), then the KV stages from
+// kQBytes on: 4 of 64 tokens (K [2][64][128 B], then V; 32 KB each) or 2 of
+// 128 tokens (K [2][128][128 B], then V; 64 KB each). The held forms copy
+// their image whole into shared memory, the ring forms stream its stages.
 __global__ void FillSmemImage(const T* q, const T* kk, const T* v, char* image64, char* image128) {
-  // One image per form in global memory; each CTA copies its form's image.
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < kRows * D; i += gridDim.x * blockDim.x) {
     const int row = i / D, col = i % D, g = row / 64;
     const T x = q[i];
