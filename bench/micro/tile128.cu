@@ -145,13 +145,31 @@ __device__ __forceinline__ void Finish(int ct, long long t0, const float (&o)[kO
   if (ct % 128 == 0) clocks[blockIdx.x * 2 + group] = t1 - t0;
 }
 
-// A loop's starting state: o = 0, P = 0 (the first step's P . V adds nothing).
+// A loop's starting state: o = 0, P = 0 (the first step's P . V adds
+// nothing), the rows' running max m at -inf (neg_m its -SafeMax) and sum l 0.
 template <int kPSteps>
-__device__ __forceinline__ void ZeroState(float (&o)[D / 2], uint32_t (&pa)[kPSteps][4]) {
+__device__ __forceinline__ void ZeroState(float (&o)[D / 2], uint32_t (&pa)[kPSteps][4], float (&m)[2],
+                                          float (&neg_m)[2], float (&l)[2]) {
 #pragma unroll
   for (int j = 0; j < D / 2; ++j) o[j] = 0.0f;
 #pragma unroll
   for (int j = 0; j < kPSteps * 4; ++j) pa[j / 4][j % 4] = 0u;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    m[r] = -CUDART_INF_F;
+    neg_m[r] = -0.0f;
+    l[r] = 0.0f;
+  }
+}
+
+// Step t's slot of a ring of kSlots (K of step t) and the slot whose V its
+// P . V reads (the step before's; at t = 0, where P = 0, its own landed,
+// finite V, never an unfilled slot's), as 16-byte units of slot_units each,
+// warp-uniform for the wgmma descriptors.
+template <int kSlots>
+__device__ __forceinline__ void StepSlots(int t, uint32_t slot_units, uint32_t& k_units, uint32_t& v_units) {
+  k_units = __shfl_sync(0xffffffffu, (t % kSlots) * slot_units, 0);
+  v_units = __shfl_sync(0xffffffffu, (t > 0 ? (t - 1) % kSlots : 0) * slot_units, 0);
 }
 
 // Consumer thread ct's q rows as A fragments (the layout of wgmma.cuh) from
@@ -209,16 +227,15 @@ __device__ __forceinline__ void Loop64(int ct, const char* smem, char* kv, const
   LoadQFragments(ct, smem, qf);
   const uint64_t k_desc0 = k::SmemDescriptor(kv, 16, 1024);
   const uint64_t v_desc0 = k::SmemDescriptor(kv + 16384, 64 * 128, 1024);
-  float o[D / 2], m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f}, neg_m[2] = {-0.0f, -0.0f};
+  float o[D / 2], m[2], l[2], neg_m[2];
   uint32_t pa[4][4];
-  ZeroState(o, pa);
+  ZeroState(o, pa, m, neg_m, l);
   const int32_t limit[2] = {INT32_MAX, INT32_MAX};
   const long long t0 = clock64();
   for (int t = 0; t < tiles; ++t) {
     float s[32];
-    const uint32_t k_units = __shfl_sync(0xffffffffu, (t % Feed::kSlots) * 2048, 0);
-    // P . V of the step before (P = 0 at t = 0: then this step's landed, finite V, never an unfilled slot's).
-    const uint32_t v_units = __shfl_sync(0xffffffffu, (t > 0 ? (t - 1) % Feed::kSlots : 0) * 2048, 0);
+    uint32_t k_units, v_units;
+    StepSlots<Feed::kSlots>(t, 2048, k_units, v_units);
     feed.Wait(t);
     k::IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
     k::WgmmaWait<1>();
@@ -266,6 +283,15 @@ __device__ __forceinline__ void MoveRowMax128(const float (&s)[64], float scale,
   }
 }
 
+// o += P . V over a 128-token step (8 k-steps of 16 tokens, 2048 bytes of V
+// each), one commit group; after the caller's WgmmaFence.
+__device__ __forceinline__ void ValueProducts128(float (&o)[D / 2], const uint32_t (&pa)[8][4], uint64_t v_desc0,
+                                                 uint32_t v_units) {
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, v_units + kk * 128), 1);
+  k::WgmmaCommit();
+}
+
 // FlashAttention-3's D 128 block: 128 tokens per step, q from shared memory
 // (kQInRegs: q fragments in registers instead, S as RS wgmmas: what the SS
 // form's shared-memory reads of q cost). `kv`: stage slots of 64 KB.
@@ -278,15 +304,15 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
   const uint64_t q_desc = k::SmemDescriptor(smem + group * 16384, 16, 1024);
   const uint64_t k_desc0 = k::SmemDescriptor(kv, 16, 1024);
   const uint64_t v_desc0 = k::SmemDescriptor(kv + 32768, 128 * 128, 1024);
-  float o[D / 2], m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f}, neg_m[2] = {-0.0f, -0.0f};
+  float o[D / 2], m[2], l[2], neg_m[2];
   uint32_t pa[8][4];
-  ZeroState(o, pa);
+  ZeroState(o, pa, m, neg_m, l);
   const int steps = tiles / 2;
   const long long t0 = clock64();
   for (int t = 0; t < steps; ++t) {
     float s[64];
-    const uint32_t k_units = __shfl_sync(0xffffffffu, (t % Feed::kSlots) * 4096, 0);
-    const uint32_t v_units = __shfl_sync(0xffffffffu, (t > 0 ? (t - 1) % Feed::kSlots : 0) * 4096, 0);
+    uint32_t k_units, v_units;
+    StepSlots<Feed::kSlots>(t, 4096, k_units, v_units);
     feed.Wait(t);
     k::WgmmaFence();
 #pragma unroll
@@ -299,9 +325,7 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
       }
     }
     k::WgmmaCommit();
-#pragma unroll
-    for (int kk = 0; kk < 8; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, v_units + kk * 128), 1);
-    k::WgmmaCommit();
+    ValueProducts128(o, pa, v_desc0, v_units);
     k::WgmmaWait<1>();
     k::FenceRegs(s);
     feed.ReleaseK(t);
@@ -330,9 +354,7 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
   const uint32_t last = ((steps - 1) % Feed::kSlots) * 4096;
   k::FenceRegs(o);
   k::WgmmaFence();
-#pragma unroll
-  for (int kk = 0; kk < 8; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, last + kk * 128), 1);
-  k::WgmmaCommit();
+  ValueProducts128(o, pa, v_desc0, last);
   k::WgmmaWait<0>();
   k::FenceRegs(o);
   feed.ReleaseV(steps - 1);
