@@ -1,5 +1,5 @@
 // Microbenchmark (session 41, issue 4's D 128 tile): the consumer loop of
-// the TMA tree kernel at head dim 128 in three forms, two consumer
+// the TMA tree kernel at head dim 128 in four forms, two consumer
 // warpgroups of 64 packed rows:
 //   step64   today's form (tree_tma.cuh tile()): per 64-token stage, S = Q K^T
 //            as 8 x m64n64k16 with q fragments in registers (RS), P . V of
@@ -11,11 +11,15 @@
 //            as 8 x m64n128k16, the softmax over 64 scores per thread (one
 //            row max, vote and rescale per 128 keys instead of per 64).
 //   step128rs step128 with q fragments in registers (S as RS wgmmas).
+//   pairs64  (session 42) step128 over today's 64-token stages and ring: per
+//            step two stages, S as two chains of 8 x m64n64k16 SS (one per
+//            stage, into the two score halves), P . V over both stages' V;
+//            the form the kernel could take with its producer unchanged.
 // Each form runs first on stages held in shared memory (the loop alone), then
 // with the argument `ring` also fed as in the kernel: a producer warpgroup
 // (40 registers; one thread issuing bulk copies from the image in L2) and the
 // consumers at 232 registers, a ring of 5 x 32 KB (64-token stages, the TMA
-// kernel's D 128 depth) or 3 x 64 KB (128-token stages) beside q, full /
+// kernel's D 128 depth; also pairs64's) or 3 x 64 KB (128-token stages) beside q, full /
 // empty mbarriers as tree_tma.cuh's (K released after S, V after P . V).
 // All run over the same 256 random keys (4 stages of 64 or 2 of 128,
 // 128-byte swizzle), `tiles` 64-token tiles in all, then write o / l; the
@@ -23,13 +27,25 @@
 // those 256 keys (a key sequence repeated whole has the same softmax) and
 // prints clocks per 64-token tile (both warpgroups' 128 rows: 4.2 MFLOP,
 // 1,024 tensor clocks at 4,096 FLOP per clock). ptxas (sm_90a, -Xptxas -v):
-// held step64 176 registers, step128 194, step128rs 226; none spilling and
-// no wgmma serialized, ring forms included. What it answers: whether the
+// held step64 176 registers, step128 194, step128rs 226, pairs64 194; none
+// spilling and no wgmma serialized, ring forms included. What it answers: whether the
 // 128-token block's steady loop is enough faster than today's per tile to
 // pay for 128-token stages in the kernel (producer boxes, edge masks, 2-3
-// stages: PERF_NOTES session 29 item 6, session 41 item 6).
+// stages: PERF_NOTES session 29 item 6, session 41 item 6). The argument
+// `parts` takes the 64-token ring apart instead (RingLoop's kMode: 4 slots
+// instead of 5, the kernel's early barrier test, no copies at all, one
+// release arrival per warpgroup).
+// H100, session 42 (clocks per 64-token tile, 132 CTAs; 1 CTA the same):
+// held step64 1,204, step128 1,154, step128rs 1,121; ring64x5 1,360,
+// ring128x3 1,236 (0.91x), ring128rsx3 1,187 (0.87x); parts: ring64x4 1,303,
+// early64x5 1,350, sync64x4 (no copies) 1,337, group64x5 1,292. So the ring
+// costs ~130 clocks per step over the held loop, most of it the barriers
+// (no copies: still +133), and the 128-token step saves ~9-13% of the loop.
+// The per-warpgroup release did not carry over to the kernel in place (no
+// row moved), so the kernel's tile is bound elsewhere (PERF_NOTES session 42).
+// pairs64 / ringpairs64x5: not run yet (session 42 ran out of device time).
 //   nvcc -O3 -std=c++17 -I. -gencode arch=compute_90a,code=sm_90a -Xptxas -v -o tile128 bench/micro/tile128.cu
-//   ./tile128 [tiles=4096] [ctas=132] [ring]
+//   ./tile128 [tiles=4096] [ctas=132] [ring | parts]   (parts: the 64-token ring taken apart, below)
 // Built with the benchmarks as micro_tile128 (bench/micro/CMakeLists.txt) where sm_90a is targeted.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -77,6 +93,21 @@ __device__ __forceinline__ void WgmmaN128SS(float (&d)[64], uint64_t a_desc, uin
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
       "%64, %65, p, 1, 1, 0, 0;\n}\n"
       : F64(d)
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d));
+#endif
+}
+
+#define F32(d) F8(d, 0), F8(d, 8), F8(d, 16), F8(d, 24)
+// d[64 x 64] = A . B, both from shared memory (K-major).
+__device__ __forceinline__ void WgmmaN64SS(float (&d)[32], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+#ifdef BANYAN_WGMMA_ENABLED
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}\n"
+      : F32(d)
       : "l"(a_desc), "l"(b_desc), "r"(scale_d));
 #endif
 }
@@ -197,20 +228,33 @@ __device__ __forceinline__ void LoadQFragments(int ct, const char* smem, uint32_
 template <int kSlotsN>
 struct Held {
   static constexpr int kSlots = kSlotsN;
+  static constexpr bool kEarly = false;
+  __device__ __forceinline__ bool Test(int) const { return true; }
   __device__ __forceinline__ void Wait(int) const {}
   __device__ __forceinline__ void ReleaseK(int) const {}
   __device__ __forceinline__ void ReleaseV(int) const {}
 };
-template <int kSlotsN>
+// kEarlyN: the loop tests the next stage's full barrier right after issuing
+// its products and skips the blocking wait when it had landed (the TMA
+// kernel's kEarlyNext at D 128; Loop64 only). kPerGroup: one arrival per
+// consumer warpgroup on the empty barriers (its first thread, once its own
+// wgmma wait returned: a wgmma is the whole warpgroup's, so its completion
+// is every warp's) instead of one per warp after a __syncwarp.
+template <int kSlotsN, bool kEarlyN = false, bool kPerGroup = false>
 struct Ring {
   static constexpr int kSlots = kSlotsN;
+  static constexpr bool kEarly = kEarlyN;
   uint64_t* bars;  // full[kSlots], empty K[kSlots], empty V[kSlots]
+  __device__ __forceinline__ bool Test(int step) const {
+    return k::MbarrierTest(bars + step % kSlots, static_cast<uint32_t>(step / kSlots) & 1u);
+  }
   __device__ __forceinline__ void Wait(int step) const {
     k::MbarrierWait(bars + step % kSlots, static_cast<uint32_t>(step / kSlots) & 1u);
   }
+  static constexpr int kArrivals = kPerGroup ? 2 : 8;
   __device__ __forceinline__ void Release(int plane, int step) const {
-    __syncwarp();
-    if (threadIdx.x % 32 == 0) k::MbarrierArrive(bars + (1 + plane) * kSlots + step % kSlots);
+    if constexpr (!kPerGroup) __syncwarp();
+    if (threadIdx.x % (kPerGroup ? 128 : 32) == 0) k::MbarrierArrive(bars + (1 + plane) * kSlots + step % kSlots);
   }
   __device__ __forceinline__ void ReleaseK(int step) const { Release(0, step); }
   __device__ __forceinline__ void ReleaseV(int step) const { Release(1, step); }
@@ -232,12 +276,14 @@ __device__ __forceinline__ void Loop64(int ct, const char* smem, char* kv, const
   ZeroState(o, pa, m, neg_m, l);
   const int32_t limit[2] = {INT32_MAX, INT32_MAX};
   const long long t0 = clock64();
+  bool landed = false;  // Feed::kEarly: whether step t's stage was seen landed during step t - 1
   for (int t = 0; t < tiles; ++t) {
     float s[32];
     uint32_t k_units, v_units;
     StepSlots<Feed::kSlots>(t, 2048, k_units, v_units);
-    feed.Wait(t);
+    if (!(Feed::kEarly && landed)) feed.Wait(t);
     k::IssueTileProducts<T>(s, qf, k_desc0, k_units, o, pa, v_desc0, v_units);
+    if constexpr (Feed::kEarly) landed = __all_sync(0xffffffffu, t + 1 < tiles && feed.Test(t + 1));
     k::WgmmaWait<1>();
     k::FenceRegs(s);
     feed.ReleaseK(t);
@@ -284,26 +330,37 @@ __device__ __forceinline__ void MoveRowMax128(const float (&s)[64], float scale,
 }
 
 // o += P . V over a 128-token step (8 k-steps of 16 tokens, 2048 bytes of V
-// each), one commit group; after the caller's WgmmaFence.
+// each; tokens 0-63 from v_lo, 64-127 from v_hi: one 128-token stage's
+// halves, or two 64-token stages), one commit group; after the caller's
+// WgmmaFence.
 __device__ __forceinline__ void ValueProducts128(float (&o)[D / 2], const uint32_t (&pa)[8][4], uint64_t v_desc0,
-                                                 uint32_t v_units) {
+                                                 uint32_t v_lo, uint32_t v_hi) {
 #pragma unroll
-  for (int kk = 0; kk < 8; ++kk) k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, v_units + kk * 128), 1);
+  for (int kk = 0; kk < 8; ++kk) {
+    k::Wgmma<T, 1>(o, pa[kk], k::DescriptorPlus(v_desc0, (kk < 4 ? v_lo : v_hi) + (kk % 4) * 128), 1);
+  }
   k::WgmmaCommit();
 }
 
 // FlashAttention-3's D 128 block: 128 tokens per step, q from shared memory
 // (kQInRegs: q fragments in registers instead, S as RS wgmmas: what the SS
-// form's shared-memory reads of q cost). `kv`: stage slots of 64 KB.
-template <bool kQInRegs, class Feed>
+// form's shared-memory reads of q cost). `kv`: stage slots of 64 KB; with
+// kPairs, today's stages of 64 tokens (32 KB), two per step: S as two chains
+// of 8 SS m64n64k16 (one per stage, into the step's two score halves), P . V
+// over both stages' V (the kernel's ring and producer unchanged).
+template <bool kQInRegs, bool kPairs, class Feed>
 __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, const Feed& feed, int tiles, float scale,
                                         float* out, long long* clocks) {
+  static_assert(!(kQInRegs && kPairs), "the pairs form is SS");
   const int group = ct / 128;
   uint32_t qf[kQInRegs ? kKSteps : 1][4];
   if constexpr (kQInRegs) LoadQFragments(ct, smem, qf);
   const uint64_t q_desc = k::SmemDescriptor(smem + group * 16384, 16, 1024);
   const uint64_t k_desc0 = k::SmemDescriptor(kv, 16, 1024);
-  const uint64_t v_desc0 = k::SmemDescriptor(kv + 32768, 128 * 128, 1024);
+  const uint64_t v_desc0 = kPairs ? k::SmemDescriptor(kv + 16384, 64 * 128, 1024)
+                                  : k::SmemDescriptor(kv + 32768, 128 * 128, 1024);
+  // Stage slot units (16 bytes) of tile / step x's slot.
+  auto units = [](int x) { return __shfl_sync(0xffffffffu, (x % Feed::kSlots) * (kPairs ? 2048 : 4096), 0); };
   float o[D / 2], m[2], l[2], neg_m[2];
   uint32_t pa[8][4];
   ZeroState(o, pa, m, neg_m, l);
@@ -311,24 +368,45 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
   const long long t0 = clock64();
   for (int t = 0; t < steps; ++t) {
     float s[64];
-    uint32_t k_units, v_units;
-    StepSlots<Feed::kSlots>(t, 4096, k_units, v_units);
-    feed.Wait(t);
+    // Feed steps (stages) of this step's K and of the V its P . V reads (the
+    // step before's; at t = 0, where P = 0, its own landed, finite V).
+    const int k_lo = kPairs ? 2 * t : t, k_hi = kPairs ? 2 * t + 1 : t;
+    const int v_lo = t > 0 ? k_lo - (kPairs ? 2 : 1) : k_lo, v_hi = t > 0 ? k_hi - (kPairs ? 2 : 1) : k_hi;
+    const uint32_t k_units = units(k_lo), k_units_hi = units(k_hi);
+    const uint32_t v_units = units(v_lo), v_units_hi = kPairs ? units(v_hi) : v_units + 4 * 128;
+    feed.Wait(k_lo);
+    if constexpr (kPairs) feed.Wait(k_hi);
     k::WgmmaFence();
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks) {  // S = q . K^T over 128 tokens: q block ks / 4, 32 bytes per k-step
-      const uint32_t a_off = (ks / 4) * (64 * 8) + (ks % 4) * 2, b_off = k_units + (ks / 4) * (128 * 8) + (ks % 4) * 2;
-      if constexpr (kQInRegs) {
-        k::Wgmma<T, 0>(s, qf[ks], k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
+      const uint32_t a_off = (ks / 4) * (64 * 8) + (ks % 4) * 2;
+      if constexpr (kPairs) {  // K of each 64-token stage: [2 blocks][64 rows][128 B]
+        const uint32_t b_off = (ks / 4) * (64 * 8) + (ks % 4) * 2;
+        WgmmaN64SS(reinterpret_cast<float(&)[32]>(s[0]), k::DescriptorPlus(q_desc, a_off),
+                   k::DescriptorPlus(k_desc0, k_units + b_off), ks > 0 ? 1 : 0);
       } else {
-        WgmmaN128SS(s, k::DescriptorPlus(q_desc, a_off), k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
+        const uint32_t b_off = k_units + (ks / 4) * (128 * 8) + (ks % 4) * 2;
+        if constexpr (kQInRegs) {
+          k::Wgmma<T, 0>(s, qf[ks], k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
+        } else {
+          WgmmaN128SS(s, k::DescriptorPlus(q_desc, a_off), k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
+        }
+      }
+    }
+    if constexpr (kPairs) {
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        const uint32_t a_off = (ks / 4) * (64 * 8) + (ks % 4) * 2, b_off = (ks / 4) * (64 * 8) + (ks % 4) * 2;
+        WgmmaN64SS(reinterpret_cast<float(&)[32]>(s[32]), k::DescriptorPlus(q_desc, a_off),
+                   k::DescriptorPlus(k_desc0, k_units_hi + b_off), ks > 0 ? 1 : 0);
       }
     }
     k::WgmmaCommit();
-    ValueProducts128(o, pa, v_desc0, v_units);
+    ValueProducts128(o, pa, v_desc0, v_units, v_units_hi);
     k::WgmmaWait<1>();
     k::FenceRegs(s);
-    feed.ReleaseK(t);
+    feed.ReleaseK(k_lo);
+    if constexpr (kPairs) feed.ReleaseK(k_hi);
     float factor[2];
     MoveRowMax128(s, scale, m, l, factor, neg_m);
 #pragma unroll
@@ -343,7 +421,10 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
     l[1] += sum[1];
     k::WgmmaWait<0>();
     k::FenceRegs(o);
-    if (t > 0) feed.ReleaseV(t - 1);
+    if (t > 0) {
+      feed.ReleaseV(v_lo);
+      if constexpr (kPairs) feed.ReleaseV(v_hi);
+    }
     if (factor[0] != 1.0f || factor[1] != 1.0f) k::MultiplyRows(o, factor);
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
@@ -351,28 +432,32 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
       pa[nt / 2][(nt % 2) * 2 + 1] = k::PackPair<T>(s[nt * 4 + 2], s[nt * 4 + 3]);
     }
   }
-  const uint32_t last = ((steps - 1) % Feed::kSlots) * 4096;
+  const int last_lo = kPairs ? 2 * steps - 2 : steps - 1, last_hi = kPairs ? 2 * steps - 1 : steps - 1;
+  const uint32_t last = units(last_lo), last_hi_units = kPairs ? units(last_hi) : last + 4 * 128;
   k::FenceRegs(o);
   k::WgmmaFence();
-  ValueProducts128(o, pa, v_desc0, last);
+  ValueProducts128(o, pa, v_desc0, last, last_hi_units);
   k::WgmmaWait<0>();
   k::FenceRegs(o);
-  feed.ReleaseV(steps - 1);
+  feed.ReleaseV(last_lo);
+  if constexpr (kPairs) feed.ReleaseV(last_hi);
   Finish(ct, t0, o, l, out, clocks);
 }
 
-// The forms: 0 step64, 1 step128 (q SS), 2 step128rs (q in registers).
+// The forms: 0 step64, 1 step128 (q SS), 2 step128rs (q in registers), 3
+// pairs64 (128-token steps over 64-token stages, q SS).
 template <int kForm>
-inline constexpr int kStageTokens = kForm == 0 ? 64 : 128;
+inline constexpr int kStageTokens = kForm == 0 || kForm == 3 ? 64 : 128;
 template <int kForm>
 inline constexpr int kStageBytes = 2 * kStageTokens<kForm> * D * 2;
 // Ring slots: as many stages as fit beside q (227 KB): 5 x 32 KB (the TMA
 // kernel's D 128 depth) or 3 x 64 KB.
 template <int kForm>
-inline constexpr int kRingSlots = kForm == 0 ? 5 : 3;
+inline constexpr int kRingSlots = kStageTokens<kForm> == 64 ? 5 : 3;
 template <int kForm>
 inline constexpr int kRingSmemBytes = kQBytes + kRingSlots<kForm> * kStageBytes<kForm> + 3 * kRingSlots<kForm> * 8 + 1024;
 static_assert(kRingSmemBytes<1> <= 227 * 1024);
+inline constexpr int kRing64x4SmemBytes = kQBytes + 4 * kStageBytes<0> + 3 * 4 * 8 + 1024;
 
 template <int kForm, class Feed>
 __device__ __forceinline__ void RunForm(int ct, const char* smem, char* kv, const Feed& feed, int tiles, float scale,
@@ -380,7 +465,7 @@ __device__ __forceinline__ void RunForm(int ct, const char* smem, char* kv, cons
   if constexpr (kForm == 0) {
     Loop64(ct, smem, kv, feed, tiles, scale, out, clocks);
   } else {
-    Loop128<kForm == 2>(ct, smem, kv, feed, tiles, scale, out, clocks);
+    Loop128<kForm == 2, kForm == 3>(ct, smem, kv, feed, tiles, scale, out, clocks);
   }
 }
 
@@ -398,11 +483,19 @@ __global__ void __launch_bounds__(256, 1) HeldLoop(const char* image, int tiles,
 // A producer warpgroup (one thread copies, 40 registers) and two consumer
 // warpgroups (232 registers), as the TMA kernel splits them; the producer
 // copies the image's distinct stages in turn into the ring.
-template <int kForm>
+// kMode (step64 only, to take the ring's cost apart): 0 as above; 1 the
+// same with the early test (Ring::kEarly); 2 no copies: the kSlots = 4 slots
+// hold the image's 4 stages from the start and the producer only cycles the
+// barriers (a plain arrival per full barrier), so only the waits and
+// releases remain; 3 copies, one release arrival per warpgroup.
+template <int kForm, int kSlots = kRingSlots<kForm>, int kMode = 0>
 __global__ void __launch_bounds__(384, 1) RingLoop(const char* image, int tiles, float scale, float* out,
                                                    long long* clocks) {
 #ifdef BANYAN_WGMMA_ENABLED
-  constexpr int kSlots = kRingSlots<kForm>, kBytes = kStageBytes<kForm>;
+  static_assert(kMode == 0 || kForm == 0, "the parts are step64's");
+  static_assert(kMode != 2 || kSlots == kKeys / kStageTokens<kForm>, "no copies: the slots are the image's stages");
+  constexpr int kBytes = kStageBytes<kForm>;
+  using Feed = Ring<kSlots, kMode == 1, kMode == 3>;
   extern __shared__ __align__(1024) char smem_raw[];
   char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
   char* kv = base + kQBytes;
@@ -410,13 +503,14 @@ __global__ void __launch_bounds__(384, 1) RingLoop(const char* image, int tiles,
   if (threadIdx.x == 0) {
     for (int i = 0; i < kSlots; ++i) {
       k::MbarrierInit(bars + i, 1);
-      k::MbarrierInit(bars + kSlots + i, 8);
-      k::MbarrierInit(bars + 2 * kSlots + i, 8);
+      k::MbarrierInit(bars + kSlots + i, Feed::kArrivals);
+      k::MbarrierInit(bars + 2 * kSlots + i, Feed::kArrivals);
     }
     k::FenceMbarrierInit();
   }
-  char* smem = LoadImage(image, kQBytes);  // q; its barrier also publishes the mbarriers
-  const int steps = kForm == 0 ? tiles : tiles / 2;
+  // q (and without copies the stages too); its barrier also publishes the mbarriers
+  char* smem = LoadImage(image, kMode == 2 ? kQBytes + kSlots * kBytes : kQBytes);
+  const int steps = kStageTokens<kForm> == 64 ? tiles : tiles / 2;  // stages the producer copies
   if (threadIdx.x < 128) {
     k::ShrinkRegisters<40>();
     if (threadIdx.x == 0) {
@@ -426,6 +520,10 @@ __global__ void __launch_bounds__(384, 1) RingLoop(const char* image, int tiles,
         const uint32_t phase = static_cast<uint32_t>(v / kSlots) & 1u;
         k::MbarrierWait(bars + kSlots + slot, phase ^ 1u);
         k::MbarrierWait(bars + 2 * kSlots + slot, phase ^ 1u);
+        if constexpr (kMode == 2) {
+          k::MbarrierArrive(bars + slot);
+          continue;
+        }
         k::MbarrierArriveExpectTx(bars + slot, kBytes);
         const char* src = image + kQBytes + (v % kDistinct) * kBytes;
         k::BulkCopyToShared(kv + slot * kBytes, src, kBytes / 2, bars + slot);
@@ -435,7 +533,7 @@ __global__ void __launch_bounds__(384, 1) RingLoop(const char* image, int tiles,
     return;
   }
   k::GrowRegisters<232>();
-  RunForm<kForm>(static_cast<int>(threadIdx.x) - 128, smem, kv, Ring<kSlots>{bars}, tiles, scale, out, clocks);
+  RunForm<kForm>(static_cast<int>(threadIdx.x) - 128, smem, kv, Feed{bars}, tiles, scale, out, clocks);
 #endif
 }
 
@@ -501,11 +599,21 @@ int main(int argc, char** argv) {
   };
   std::vector<Variant> variants = {{"step64", HeldLoop<0>, img64, 256, kSmemBytes},
                                    {"step128", HeldLoop<1>, img128, 256, kSmemBytes},
-                                   {"step128rs", HeldLoop<2>, img128, 256, kSmemBytes}};
+                                   {"step128rs", HeldLoop<2>, img128, 256, kSmemBytes},
+                                   {"pairs64", HeldLoop<3>, img64, 256, kSmemBytes}};
   if (argc > 3 && std::string(argv[3]) == "ring") {
     variants.push_back({"ring64x5", RingLoop<0>, img64, 384, kRingSmemBytes<0>});
     variants.push_back({"ring128x3", RingLoop<1>, img128, 384, kRingSmemBytes<1>});
     variants.push_back({"ring128rsx3", RingLoop<2>, img128, 384, kRingSmemBytes<2>});
+    variants.push_back({"ringpairs64x5", RingLoop<3>, img64, 384, kRingSmemBytes<3>});
+  }
+  if (argc > 3 && std::string(argv[3]) == "parts") {  // the 64-token ring's cost taken apart
+    variants.push_back({"ring64x5", RingLoop<0>, img64, 384, kRingSmemBytes<0>});
+    variants.push_back({"ring64x4", RingLoop<0, 4>, img64, 384, kRing64x4SmemBytes});
+    variants.push_back({"early64x5", RingLoop<0, 5, 1>, img64, 384, kRingSmemBytes<0>});
+    variants.push_back({"sync64x4", RingLoop<0, 4, 2>, img64, 384, kRing64x4SmemBytes});
+    variants.push_back({"group64x5", RingLoop<0, 5, 3>, img64, 384, kRingSmemBytes<0>});
+    variants.push_back({"group64x4", RingLoop<0, 4, 3>, img64, 384, kRing64x4SmemBytes});
   }
   int failures = 0;
   for (const Variant& var : variants) {
