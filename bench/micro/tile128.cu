@@ -361,6 +361,11 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
                                   : k::SmemDescriptor(kv + 32768, 128 * 128, 1024);
   // Stage slot units (16 bytes) of tile / step x's slot.
   auto units = [](int x) { return __shfl_sync(0xffffffffu, (x % Feed::kSlots) * (kPairs ? 2048 : 4096), 0); };
+  // A feed action (wait, release) on a step's stages: lo, and with kPairs hi.
+  auto each = [](int lo, int hi, auto&& action) {
+    action(lo);
+    if constexpr (kPairs) action(hi);
+  };
   float o[D / 2], m[2], l[2], neg_m[2];
   uint32_t pa[8][4];
   ZeroState(o, pa, m, neg_m, l);
@@ -374,39 +379,31 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
     const int v_lo = t > 0 ? k_lo - (kPairs ? 2 : 1) : k_lo, v_hi = t > 0 ? k_hi - (kPairs ? 2 : 1) : k_hi;
     const uint32_t k_units = units(k_lo), k_units_hi = units(k_hi);
     const uint32_t v_units = units(v_lo), v_units_hi = kPairs ? units(v_hi) : v_units + 4 * 128;
-    feed.Wait(k_lo);
-    if constexpr (kPairs) feed.Wait(k_hi);
+    each(k_lo, k_hi, [&](int x) { feed.Wait(x); });
     k::WgmmaFence();
 #pragma unroll
-    for (int ks = 0; ks < kKSteps; ++ks) {  // S = q . K^T over 128 tokens: q block ks / 4, 32 bytes per k-step
-      const uint32_t a_off = (ks / 4) * (64 * 8) + (ks % 4) * 2;
-      if constexpr (kPairs) {  // K of each 64-token stage: [2 blocks][64 rows][128 B]
-        const uint32_t b_off = (ks / 4) * (64 * 8) + (ks % 4) * 2;
-        WgmmaN64SS(reinterpret_cast<float(&)[32]>(s[0]), k::DescriptorPlus(q_desc, a_off),
-                   k::DescriptorPlus(k_desc0, k_units + b_off), ks > 0 ? 1 : 0);
-      } else {
-        const uint32_t b_off = k_units + (ks / 4) * (128 * 8) + (ks % 4) * 2;
-        if constexpr (kQInRegs) {
-          k::Wgmma<T, 0>(s, qf[ks], k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
-        } else {
-          WgmmaN128SS(s, k::DescriptorPlus(q_desc, a_off), k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
-        }
-      }
-    }
-    if constexpr (kPairs) {
+    for (int half = 0; half < (kPairs ? 2 : 1); ++half) {
 #pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks) {
-        const uint32_t a_off = (ks / 4) * (64 * 8) + (ks % 4) * 2, b_off = (ks / 4) * (64 * 8) + (ks % 4) * 2;
-        WgmmaN64SS(reinterpret_cast<float(&)[32]>(s[32]), k::DescriptorPlus(q_desc, a_off),
-                   k::DescriptorPlus(k_desc0, k_units_hi + b_off), ks > 0 ? 1 : 0);
+      for (int ks = 0; ks < kKSteps; ++ks) {  // S = q . K^T: q block ks / 4, 32 bytes per k-step
+        const uint32_t a_off = (ks / 4) * (64 * 8) + (ks % 4) * 2;
+        if constexpr (kPairs) {  // K of each 64-token stage: [2 blocks][64 rows][128 B], into its score half
+          WgmmaN64SS(reinterpret_cast<float(&)[32]>(s[32 * half]), k::DescriptorPlus(q_desc, a_off),
+                     k::DescriptorPlus(k_desc0, (half == 0 ? k_units : k_units_hi) + a_off), ks > 0 ? 1 : 0);
+        } else {  // K of the 128-token stage: [2 blocks][128 rows][128 B]
+          const uint32_t b_off = k_units + (ks / 4) * (128 * 8) + (ks % 4) * 2;
+          if constexpr (kQInRegs) {
+            k::Wgmma<T, 0>(s, qf[ks], k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
+          } else {
+            WgmmaN128SS(s, k::DescriptorPlus(q_desc, a_off), k::DescriptorPlus(k_desc0, b_off), ks > 0 ? 1 : 0);
+          }
+        }
       }
     }
     k::WgmmaCommit();
     ValueProducts128(o, pa, v_desc0, v_units, v_units_hi);
     k::WgmmaWait<1>();
     k::FenceRegs(s);
-    feed.ReleaseK(k_lo);
-    if constexpr (kPairs) feed.ReleaseK(k_hi);
+    each(k_lo, k_hi, [&](int x) { feed.ReleaseK(x); });
     float factor[2];
     MoveRowMax128(s, scale, m, l, factor, neg_m);
 #pragma unroll
@@ -421,10 +418,7 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
     l[1] += sum[1];
     k::WgmmaWait<0>();
     k::FenceRegs(o);
-    if (t > 0) {
-      feed.ReleaseV(v_lo);
-      if constexpr (kPairs) feed.ReleaseV(v_hi);
-    }
+    if (t > 0) each(v_lo, v_hi, [&](int x) { feed.ReleaseV(x); });
     if (factor[0] != 1.0f || factor[1] != 1.0f) k::MultiplyRows(o, factor);
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
@@ -439,8 +433,7 @@ __device__ __forceinline__ void Loop128(int ct, const char* smem, char* kv, cons
   ValueProducts128(o, pa, v_desc0, last, last_hi_units);
   k::WgmmaWait<0>();
   k::FenceRegs(o);
-  feed.ReleaseV(last_lo);
-  if constexpr (kPairs) feed.ReleaseV(last_hi);
+  each(last_lo, last_hi, [&](int x) { feed.ReleaseV(x); });
   Finish(ct, t0, o, l, out, clocks);
 }
 
