@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device call that decides bench/experiments/pair_steps_d128_s42.patch and
+# The device calls that decide bench/experiments/pair_steps_d128_s42.patch and
 # bench/experiments/tma_multicast_d128_s43.patch together (PERF_NOTES session 43), in two calls of ~5-6 min each
 # (PHASE `measure`, the default: items 1-3; PHASE `sanitize`: item 4, once the builds win):
 #   1. the multicast build's GPU tests: MulticastPairsMatchTheReferenceEveryStep (a hang there is the barriers'
@@ -31,30 +31,37 @@ VERSIONS="$head $pair $mc" source .device/unpack.sh
 W=${OUT:-.}
 t0=$(date +%s)
 stamp() { echo "[t+$(($(date +%s) - t0))s] $*"; }
-if [ "$phase" = measure ]; then
-timeout 150 "/tmp/b/$mc/bin/attention_gpu_test" --gtest_filter='*Multicast*:*RandomPlans*' > "$W/mc_gpu_test.txt" 2>&1
-echo "multicast gpu test rc=$?: $(grep -E '^\[  (PASSED|FAILED)' "$W/mc_gpu_test.txt" | tr '\n' ' ')"
-grep -E '^\[ step \]|Failure' "$W/mc_gpu_test.txt" | head -16
-stamp multicast tests
-timeout 120 "/tmp/b/$pair/bin/attention_gpu_test" --gtest_filter='*RandomPlans*' > "$W/pair_gpu_test.txt" 2>&1
-echo "pair gpu test rc=$?: $(grep -E '^\[  (PASSED|FAILED)' "$W/pair_gpu_test.txt" | tr '\n' ' ')"
-stamp pair tests
-bash scripts/device_ab.sh 2 '^attn/tree/h(8/1|32/8) (L[0-9]+ P[0-9]+ S64|3lvl)' "$head" "$pair" "$mc" "$mc+BANYAN_BENCH_MULTICAST=1" |
-  tee "$W/ab_table.txt"
-stamp sweep
-BANYAN_BENCH_MULTICAST=1 BANYAN_BENCH_ORDERED_PAGES=1 timeout 40 "/tmp/b/$mc/bin/attention_bench" \
-  --benchmark_filter='h32/8 L256 P16384 S64' 2>&1 | grep -E '^attn' | tr ' ' '\n' | grep -E 'multicast|median|items' |
-  tr '\n' ' '
-echo
-stamp done
-exit 0
-fi
-for tool in memcheck racecheck; do
-  timeout 120 compute-sanitizer --tool "$tool" "/tmp/b/$mc/bin/attention_gpu_test" --gtest_filter='*Multicast*' \
-    > "$W/mc_$tool.txt" 2>&1
-  echo "multicast $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)' "$W/mc_$tool.txt" | tr '\n' ' ')"
-done
-timeout 150 compute-sanitizer --tool memcheck "/tmp/b/$pair/bin/attention_gpu_test" \
-  --gtest_filter='*RandomPlans*/1:*RandomPlans*/3:*RandomPlans*/22' > "$W/pair_memcheck.txt" 2>&1
-echo "pair memcheck rc=$?: $(grep -E 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$W/pair_memcheck.txt" | tr '\n' ' ')"
+# gtest LABEL SECONDS COMMAND...: runs a gtest binary (or a sanitizer over one) into $W/LABEL.txt, prints its exit
+# status (124: timed out, e.g. a hang) and its summary lines.
+gtest() {
+  local label=$1 seconds=$2
+  shift 2
+  timeout "$seconds" "$@" > "$W/$label.txt" 2>&1
+  echo "$label rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)' "$W/$label.txt" | tr '\n' ' ')"
+  stamp "$label"
+}
+measure() {
+  gtest mc_gpu_test 150 "/tmp/b/$mc/bin/attention_gpu_test" --gtest_filter='*Multicast*:*RandomPlans*'
+  grep -E '^\[ step \]|Failure' "$W/mc_gpu_test.txt" | head -16
+  gtest pair_gpu_test 120 "/tmp/b/$pair/bin/attention_gpu_test" --gtest_filter='*RandomPlans*'
+  bash scripts/device_ab.sh 2 '^attn/tree/h(8/1|32/8) (L[0-9]+ P[0-9]+ S64|3lvl)' "$head" "$pair" "$mc" \
+    "$mc+BANYAN_BENCH_MULTICAST=1" | tee "$W/ab_table.txt"
+  stamp sweep
+  BANYAN_BENCH_MULTICAST=1 BANYAN_BENCH_ORDERED_PAGES=1 timeout 40 "/tmp/b/$mc/bin/attention_bench" \
+    --benchmark_filter='h32/8 L256 P16384 S64' 2>&1 | grep -E '^attn' | tr ' ' '\n' | grep -E 'multicast|median|items' |
+    tr '\n' ' '
+  echo
+}
+sanitize() {
+  for tool in memcheck racecheck; do
+    gtest "mc_$tool" 120 compute-sanitizer --tool "$tool" "/tmp/b/$mc/bin/attention_gpu_test" --gtest_filter='*Multicast*'
+  done
+  gtest pair_memcheck 150 compute-sanitizer --tool memcheck "/tmp/b/$pair/bin/attention_gpu_test" \
+    --gtest_filter='*RandomPlans*/1:*RandomPlans*/3:*RandomPlans*/22'
+}
+case "$phase" in
+  measure) measure ;;
+  sanitize) sanitize ;;
+  *) echo "unknown phase $phase (measure or sanitize)" >&2; exit 2 ;;
+esac
 stamp done
