@@ -14,8 +14,8 @@
 //   kInvalidArgument   a line is not JSON, not an object, misses a required
 //                      key, has a key of the wrong type, or repeats a task_id
 //   kFailedPrecondition the file holds no problem
-#ifndef BANYAN_SAMPLES_MBPP_EVAL_MBPP_DATASET_H_
-#define BANYAN_SAMPLES_MBPP_EVAL_MBPP_DATASET_H_
+#ifndef BANYAN_SAMPLES_CODE_EVAL_MBPP_DATASET_H_
+#define BANYAN_SAMPLES_CODE_EVAL_MBPP_DATASET_H_
 
 #include <cstdint>
 #include <string>
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "search/code_tests.h"
 
 namespace banyan::samples {
 
@@ -40,10 +41,10 @@ absl::StatusOr<MbppProblem> ParseMbppLine(std::string_view line, std::string_vie
 // Every problem of a JSONL file, in file order.
 absl::StatusOr<std::vector<MbppProblem>> LoadMbpp(const std::string& path);
 
-// The program that checks `candidate`: setup code, the candidate, then the
-// tests (each an assert), ending with a clean exit.
-std::string TestProgram(const MbppProblem& problem, std::string_view candidate);
+// The problem's tests for search::CheckCandidate: its setup code, then each
+// assert as one case.
+search::CodeTests MbppTests(const MbppProblem& problem);
 
 }  // namespace banyan::samples
 
-#endif  // BANYAN_SAMPLES_MBPP_EVAL_MBPP_DATASET_H_
+#endif  // BANYAN_SAMPLES_CODE_EVAL_MBPP_DATASET_H_
