@@ -23,6 +23,24 @@ std::unique_ptr<Engine> CountingEngine() {
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
+// The suite evaluated on fresh counting engines with tasks generating one at a
+// time or together and one check at a time or several.
+std::vector<CodeEvalReport> EvaluateAtEachParallelism(const CodeSuite& suite, CodeEvalOptions o) {
+  std::vector<CodeEvalReport> reports;
+  for (const auto& [parallel, jobs] : {std::pair{1, 1}, std::pair{16, 4}, std::pair{2, 0}}) {
+    o.parallel_problems = parallel;
+    o.jobs = jobs;
+    std::unique_ptr<Engine> engine = CountingEngine();
+    if (engine == nullptr) return {};
+    absl::StatusOr<CodeEvalReport> r = EvaluateCode(*engine, suite, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return {};
+    EXPECT_EQ(engine->Stats().live_branches, 0);
+    reports.push_back(std::move(*r));
+  }
+  return reports;
+}
+
 TEST(CodeEvalTest, ExtractCode) {
   EXPECT_EQ(ExtractCode("def f():\n    return 1\n[DONE]\nmore"), "def f():\n    return 1");
   EXPECT_EQ(ExtractCode("Here:\n```python\ndef f():\n    pass\n```\ntext"), "def f():\n    pass");
@@ -94,13 +112,10 @@ TEST(CodeEvalTest, PassesAndCaseFractionsAreCountedExactly) {
   o.ks = {1, 4};
   o.max_tokens = 9;
   o.sampling.temperature = 0;
-  // The same counts whether the tasks generate one at a time or together, with one check at a time or several.
-  for (const auto& [parallel, jobs] : {std::pair{1, 1}, std::pair{16, 4}, std::pair{2, 0}}) {
-    o.parallel_problems = parallel;
-    o.jobs = jobs;
-    std::unique_ptr<Engine> engine = CountingEngine();
-    ASSERT_NE(engine, nullptr);
-    BANYAN_ASSERT_OK_AND_ASSIGN(CodeEvalReport r, EvaluateCode(*engine, suite, o));
+  // The same counts however many tasks generate and checks run at once.
+  const std::vector<CodeEvalReport> reports = EvaluateAtEachParallelism(suite, o);
+  ASSERT_EQ(reports.size(), 3u);
+  for (const CodeEvalReport& r : reports) {
     ASSERT_EQ(r.problems.size(), 3u);
     for (const ProblemReport& p : r.problems) {
       ASSERT_EQ(p.samples.size(), 4u);
@@ -119,7 +134,6 @@ TEST(CodeEvalTest, PassesAndCaseFractionsAreCountedExactly) {
     EXPECT_DOUBLE_EQ(r.mean_case_fraction, 0.5);
     EXPECT_GT(r.execute_seconds, 0);
     EXPECT_GE(r.wall_seconds, r.generate_seconds);
-    EXPECT_EQ(engine->Stats().live_branches, 0);
   }
 }
 
@@ -131,12 +145,9 @@ TEST(CodeEvalTest, ResultsDoNotDependOnHowManyTasksOrChecksRunAtOnce) {
   o.max_tokens = 12;
   o.seed = 5;
   std::vector<std::vector<std::string>> codes;
-  for (const auto& [parallel, jobs] : {std::pair{1, 1}, std::pair{16, 4}, std::pair{2, 0}}) {
-    o.parallel_problems = parallel;
-    o.jobs = jobs;
-    std::unique_ptr<Engine> engine = CountingEngine();
-    ASSERT_NE(engine, nullptr);
-    BANYAN_ASSERT_OK_AND_ASSIGN(CodeEvalReport r, EvaluateCode(*engine, suite, o));
+  const std::vector<CodeEvalReport> reports = EvaluateAtEachParallelism(suite, o);
+  ASSERT_EQ(reports.size(), 3u);
+  for (const CodeEvalReport& r : reports) {
     ASSERT_EQ(r.problems.size(), apps.problems.size());
     std::vector<std::string> run;
     for (size_t i = 0; i < r.problems.size(); ++i) {
@@ -147,7 +158,6 @@ TEST(CodeEvalTest, ResultsDoNotDependOnHowManyTasksOrChecksRunAtOnce) {
       }
     }
     codes.push_back(run);
-    EXPECT_EQ(engine->Stats().live_branches, 0);
   }
   EXPECT_EQ(codes[0], codes[1]);
   EXPECT_EQ(codes[0], codes[2]);
