@@ -187,7 +187,8 @@ struct SearchResult {
   SearchCost cost;
   std::string stop_reason;  // "done", "decided", "max_tokens", "max_branches",
                             // "max_seconds", "cancelled", "policy", "kv_budget",
-                            // "solved" (ToT DFS)
+                            // "solved" / "unsolved" (ToT DFS: a node at or
+                            // above value_threshold found, or not)
   int64_t nodes = 0;        // tree shape
   int32_t max_depth = 0;
   int64_t leaves = 0;

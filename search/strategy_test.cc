@@ -309,11 +309,15 @@ TEST(TreeOfThoughtTest, DfsBacktracksFromALowValuedSubtree) {
   EXPECT_EQ(bt[0]->node(), 1);
   EXPECT_EQ(r.trace.nodes(7).depth(), 3);
   EXPECT_EQ(r.answer, r.trace.nodes(2).text() + r.trace.nodes(5).text() + r.trace.nodes(7).text());
-  // Nothing above the threshold: everything pruned at the first level.
+  // Nothing above the threshold: everything pruned at the first level; the
+  // answer is the best-valued node seen (the first of two valued 1.0).
   o.value_threshold = 2.0;
   BANYAN_ASSERT_OK_AND_ASSIGN(r, RunKind(StrategyKind::kTotDfs, *engine, o));
-  EXPECT_EQ(r.stop_reason, "done");
+  EXPECT_EQ(r.stop_reason, "unsolved");
   EXPECT_EQ(r.cost.branches_created, 3);
+  EXPECT_EQ(r.best_value, 1.0);
+  EXPECT_FALSE(r.answer.empty());
+  EXPECT_EQ(r.answer, r.trace.nodes(1).text());
   EXPECT_EQ(engine->Stats().live_branches, 0);
 }
 

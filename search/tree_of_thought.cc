@@ -12,8 +12,10 @@
 // evaluation is kNone (classic beam search over steps), else by the value.
 // DFS: expand the node, value its children, visit them best first; a child
 // valued below value_threshold is pruned; a node at max_depth (or terminal)
-// with value >= threshold is a solution and ends the search; a subtree that
-// yields none is pruned on the way back (BACKTRACK).
+// with value >= threshold is a solution and ends the search ("solved"); a
+// subtree that yields none is pruned on the way back (BACKTRACK). A search
+// that finds none stops "unsolved" and answers with the best-valued node it
+// saw, pruned or not (best_value says how far below the threshold).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -42,7 +44,8 @@ class TreeOfThought final : public Strategy {
       double best_value = -std::numeric_limits<double>::infinity();
       int64_t iterations = 0;
       BANYAN_ASSIGN_OR_RETURN(bool solved, Dfs(tree, root, iterations, best, best_value));
-      if (solved && !tree.stopped()) tree.Stop("solved");
+      // Unsolved, the answer is the best-valued node seen (pruned or not).
+      if (!tree.stopped()) tree.Stop(solved ? "solved" : "unsolved");
     } else {
       BANYAN_ASSIGN_OR_RETURN(best, Bfs(tree, root));
     }
@@ -159,6 +162,12 @@ class TreeOfThought final : public Strategy {
     BANYAN_ASSIGN_OR_RETURN(std::vector<int64_t> kids, tree.Expand(id, o.n, iterations));
     if (kids.empty()) return false;
     BANYAN_ASSIGN_OR_RETURN(std::vector<double> values, tree.ValueAll(kids));
+    for (size_t i = 0; i < kids.size(); ++i) {
+      if (values[i] > best_value) {
+        best_value = values[i];
+        best = kids[i];
+      }
+    }
     std::vector<size_t> order;
     scripting::LuaPolicy* p = tree.policy();
     if (p != nullptr && p->has_select()) {

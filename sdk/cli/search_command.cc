@@ -59,6 +59,7 @@ absl::StatusOr<int32_t> GetInt32(const Args& args, std::string_view name, int64_
 void PrintText(const search::SearchResult& r) {
   std::cout << "answer: " << r.answer << "\n";
   if (!r.best_text.empty() && r.best_text != r.answer) std::cout << "best:   " << r.best_text << "\n";
+  if (r.votes.empty()) std::cout << absl::StrFormat("value:  %.3f\n", r.best_value);
   if (!r.votes.empty()) {
     std::cout << "votes: ";
     for (const search::VoteEntry& v : r.votes) {

@@ -46,6 +46,7 @@ TEST(SearchCommandTest, RunsTracesAndReplaysOnTheDefaultModel) {
   BANYAN_ASSERT_OK(run);
   EXPECT_THAT(out, HasSubstr("strategy: tot-bfs"));
   EXPECT_THAT(out, HasSubstr("answer: "));
+  EXPECT_THAT(out, HasSubstr("value:  "));  // the best node's value (no votes in a tree search)
   EXPECT_THAT(out, HasSubstr("tree:   3 nodes, depth 1, 2 leaves; nodes per depth: 1 2"));
   EXPECT_THAT(out, HasSubstr("cost: "));
   BANYAN_ASSERT_OK_AND_ASSIGN(proto::SearchTrace t, search::ReadTrace(trace));
