@@ -37,10 +37,7 @@ void OnInterrupt(int) { g_interrupt.store(true); }
 absl::Status RunChat(const std::vector<std::string>& argv) {
   namespace chat = ::banyan::samples::chat;
   BANYAN_ASSIGN_OR_RETURN(
-      Args args, Args::Parse(argv,
-                             {"model", "device", "threads", "kv-budget-mb", "temperature", "top-p", "top-k",
-                              "max-tokens", "seed", "system", "load", "script"},
-                             {"echo", "strict"}));
+      Args args, ParseFlags("chat", argv));
   if (!args.positional().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("banyan chat takes no positional arguments (got \"",
                                                     args.positional()[0], "\")"));

@@ -1,5 +1,7 @@
 // The `banyan` tool's subcommands. Each subcommand lives in its own file and
-// is listed in Commands() (command.cc); main.cc only dispatches.
+// is listed in Commands() (command.cc) with the flags it takes, which are the
+// one list both its parser (ParseFlags) and `banyan <command> --help` read;
+// main.cc only dispatches.
 #ifndef BANYAN_SDK_CLI_COMMAND_H_
 #define BANYAN_SDK_CLI_COMMAND_H_
 
@@ -8,18 +10,37 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sdk/cli/args.h"
 
 namespace banyan::cli {
+
+struct Flag {
+  std::string_view name;   // without the leading "--"
+  std::string_view value;  // what the value is ("N", "PATH", ...); empty for a boolean flag
+  std::string_view help;   // one line
+};
 
 struct Command {
   std::string_view name;
   std::string_view summary;  // one line for `banyan help`
   // Runs with the arguments after the subcommand name; writes to stdout.
   absl::Status (*run)(const std::vector<std::string>& args);
+  std::vector<Flag> flags;
 };
 
 // Every subcommand, in the order `banyan help` lists them.
 const std::vector<Command>& Commands();
+
+// The command called `name`, or nullptr.
+const Command* FindCommand(std::string_view name);
+
+// `argv` parsed with the flags Commands() lists for `command` (Args::Parse's
+// errors). REQUIRES: FindCommand(command) != nullptr.
+absl::StatusOr<Args> ParseFlags(std::string_view command, const std::vector<std::string>& argv);
+
+// `banyan <command> --help`: the summary and one line per flag.
+std::string CommandHelp(const Command& command);
 
 absl::Status RunInfo(const std::vector<std::string>& args);
 absl::Status RunDemoCommand(const std::vector<std::string>& args);  // demo_command.cc

@@ -214,10 +214,7 @@ absl::Status RunDemo(const DemoConfig& cfg) {
 
 absl::Status RunDemoCommand(const std::vector<std::string>& argv) {
   BANYAN_ASSIGN_OR_RETURN(
-      Args args, Args::Parse(argv,
-                             {"model", "device", "samples", "max-tokens", "temperature", "seed", "threads",
-                              "question"},
-                             {}));
+      Args args, ParseFlags("demo", argv));
   DemoConfig cfg;
   cfg.engine.model_path = args.GetString("model");
   cfg.engine.device = args.GetString("device", "auto");

@@ -150,10 +150,7 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
 
 absl::Status RunGenerate(const std::vector<std::string>& argv) {
   BANYAN_ASSIGN_OR_RETURN(
-      Args args, Args::Parse(argv,
-                             {"model", "prompt", "n", "max-tokens", "temperature", "top-p", "top-k", "min-p",
-                              "repetition-penalty", "seed", "stop", "device", "threads", "precision"},
-                             {"json", "raw", "quiet"}));
+      Args args, ParseFlags("generate", argv));
   if (!args.Has("prompt")) return absl::InvalidArgumentError("--prompt TEXT is required");
   GenerateRequest req;
   req.model_path = args.GetString("model");

@@ -131,8 +131,7 @@ proto::SystemInfo CollectInfo(const InfoRequest& request, absl::Status* engine_s
 }
 
 absl::Status RunInfo(const std::vector<std::string>& argv) {
-  BANYAN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"model", "device", "kv-budget-mb", "threads"},
-                                                 {"json", "no-engine"}));
+  BANYAN_ASSIGN_OR_RETURN(Args args, ParseFlags("info", argv));
   InfoRequest request;
   request.engine = !args.GetBool("no-engine");
   request.model_path = args.GetString("model");

@@ -30,22 +30,35 @@ int main(int argc, char** argv) {
     std::cout << "banyan " << banyan::Version() << "\n";
     return 0;
   }
+  const std::vector<std::string> rest(argv + 2, argv + argc);
   if (first == "help" || first == "--help" || first == "-h") {
+    // `banyan help COMMAND`: that command's flags.
+    if (!rest.empty()) {
+      if (const banyan::cli::Command* command = banyan::cli::FindCommand(rest[0])) {
+        std::cout << banyan::cli::CommandHelp(*command);
+        return 0;
+      }
+    }
     PrintUsage();
     return 0;
   }
-  const std::vector<std::string> rest(argv + 2, argv + argc);
-  for (const auto& command : banyan::cli::Commands()) {
-    if (command.name == first) {
-      const absl::Status status = command.run(rest);
-      if (!status.ok()) {
-        std::cerr << "banyan " << first << ": " << status << "\n";
-        return 1;
-      }
+  const banyan::cli::Command* command = banyan::cli::FindCommand(first);
+  if (command == nullptr) {
+    std::cerr << "banyan: unknown command '" << first << "'\n";
+    PrintUsage();
+    return 2;
+  }
+  for (const std::string& arg : rest) {
+    if (arg == "--help" || arg == "-h") {
+      std::cout << banyan::cli::CommandHelp(*command);
       return 0;
     }
   }
-  std::cerr << "banyan: unknown command '" << first << "'\n";
-  PrintUsage();
-  return 2;
+  const absl::Status status = command->run(rest);
+  if (!status.ok()) {
+    std::cerr << "banyan " << first << ": " << status << "\n";
+    if (absl::IsInvalidArgument(status)) std::cerr << "(banyan " << first << " --help lists its flags)\n";
+    return 1;
+  }
+  return 0;
 }

@@ -115,12 +115,7 @@ absl::Status Replay(const Args& args) {
 absl::Status RunSearch(const std::vector<std::string>& argv) {
   BANYAN_ASSIGN_OR_RETURN(
       Args args,
-      Args::Parse(argv,
-                  {"strategy", "policy", "prompt", "n", "max-tokens", "seed", "model", "device",
-                   "trace", "temperature", "top-k", "depth", "beam", "iterations", "evaluation",
-                   "threshold", "answer-pattern", "wave", "delimiter", "budget-tokens",
-                   "budget-branches", "budget-seconds", "threads", "replay"},
-                  {"json", "weighted", "raw"}));
+      ParseFlags("search", argv));
   if (args.Has("replay")) return Replay(args);
   if (!args.Has("prompt")) return absl::InvalidArgumentError("--prompt is required");
   BANYAN_ASSIGN_OR_RETURN(search::StrategyKind kind,

@@ -79,7 +79,7 @@ absl::StatusOr<std::vector<int32_t>> ParseIdArray(std::string_view s) {
 
 absl::Status RunTokenize(const std::vector<std::string>& argv) {
   BANYAN_ASSIGN_OR_RETURN(Args args,
-                          Args::Parse(argv, {"model", "tokenizer"}, {"decode", "no-special"}));
+                          ParseFlags("tokenize", argv));
   if (!args.positional().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args.positional()[0],
                                                    "' (text comes on stdin)"));
