@@ -151,6 +151,13 @@ std::string HarnessProgram(const CodeTests& tests, std::string_view candidate, s
                                         {"@SPEC@", Encoded(spec)}});
 }
 
+ExecutionLimits LimitsForTests(const CodeTests& tests, ExecutionLimits base) {
+  const double cases = CaseCount(tests) * tests.case_seconds;
+  base.wall_seconds += cases;
+  base.cpu_seconds += static_cast<int32_t>(std::ceil(cases));
+  return base;
+}
+
 absl::StatusOr<CheckResult> CheckCandidate(const CodeExecutor& executor, const CodeTests& tests,
                                            std::string_view candidate) {
   BANYAN_RETURN_IF_ERROR(ValidateCodeTests(tests));

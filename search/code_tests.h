@@ -74,6 +74,11 @@ int32_t CaseCount(const CodeTests& tests);
 std::string HarnessProgram(const CodeTests& tests, std::string_view candidate,
                            std::string_view nonce);
 
+// `base` with its wall and CPU seconds raised by every case's alarm
+// (CaseCount x case_seconds): limits under which a run that uses each case's
+// whole time is still not cut short.
+ExecutionLimits LimitsForTests(const CodeTests& tests, ExecutionLimits base);
+
 struct CheckResult {
   // kPassed only when every case passed; kFailed when a case failed or the
   // harness could not report; kTimeout / kCrashed as the executor saw the run.

@@ -163,6 +163,15 @@ TEST(CodeTestsTest, CallBasedFunctionsAndSolutionMethods) {
   EXPECT_EQ(r.outcome, ExecutionOutcome::kPassed) << r.run.output;
 }
 
+TEST(CodeTestsTest, LimitsGrowWithTheCases) {
+  CodeTests t = kAdd;
+  t.case_seconds = 2.5;
+  const ExecutionLimits limits = LimitsForTests(t, ExecutionLimits{.wall_seconds = 5, .cpu_seconds = 5});
+  EXPECT_DOUBLE_EQ(limits.wall_seconds, 5 + 3 * 2.5);
+  EXPECT_EQ(limits.cpu_seconds, 5 + 8);  // 7.5 rounded up
+  EXPECT_EQ(limits.memory_bytes, ExecutionLimits{}.memory_bytes);
+}
+
 TEST(CodeTestsTest, BadSpecsGetSpecificErrors) {
   struct Case {
     CodeTests tests;

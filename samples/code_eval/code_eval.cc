@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -107,14 +106,6 @@ class CheckQueue {
   Clock::time_point last_generated_{};            // guarded by mu_
 };
 
-search::ExecutionLimits LimitsFor(const CodeTask& task, const search::ExecutionLimits& base) {
-  search::ExecutionLimits limits = base;
-  const double cases = search::CaseCount(task.tests) * task.tests.case_seconds;
-  limits.wall_seconds += cases;
-  limits.cpu_seconds += static_cast<int32_t>(std::ceil(cases));
-  return limits;
-}
-
 absl::Status Validate(const CodeSuite& suite, const CodeEvalOptions& o) {
   if (o.n < 1) return absl::InvalidArgumentError("code eval: n must be >= 1");
   for (int32_t k : o.ks) {
@@ -178,7 +169,7 @@ absl::StatusOr<CodeEvalReport> EvaluateCode(Engine& engine, const CodeSuite& sui
           SampleReport& r = checked[i][s];
           r.code = ExtractCode(sample.text);
           r.tokens = static_cast<int32_t>(sample.tokens.size());
-          const search::CodeExecutor executor(LimitsFor(task, o.limits));
+          const search::CodeExecutor executor(search::LimitsForTests(task.tests, o.limits));
           absl::StatusOr<search::CheckResult> check = search::CheckCandidate(executor, task.tests, r.code);
           if (!check.ok()) {
             check_status[i][s] = check.status();

@@ -1,10 +1,12 @@
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "samples/code_eval/apps_dataset.h"
 #include "samples/code_eval/mbpp_dataset.h"
+#include "sdk/base/rng.h"
 #include "sdk/base/status_testing.h"
 #include "search/code_tests.h"
 
@@ -132,6 +134,39 @@ TEST(AppsDatasetTest, MalformedLinesGetSpecificErrors) {
   // Only problems without tests: nothing to evaluate.
   EXPECT_THAT(LoadApps(WriteFile("untested.jsonl", R"({"problem_id": 1, "question": "q", "input_output": ""})")).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("1 without")));
+}
+
+// The shipped files truncated and with random bytes changed: each load is OK
+// or one of the documented statuses, never a crash; tests that load validate.
+TEST(DatasetFuzzTest, MutatedFilesGetDocumentedStatuses) {
+  Rng rng(44);
+  for (const std::string& path : {kMbpp, kApps}) {
+    std::stringstream text;
+    text << std::ifstream(path).rdbuf();
+    const std::string seed = text.str();
+    ASSERT_FALSE(seed.empty()) << path;
+    for (int i = 0; i < 150; ++i) {
+      std::string m = seed;
+      if (i % 3 == 0) {
+        m = m.substr(0, rng.UniformInt(m.size() + 1));
+      } else {
+        const int flips = 1 + static_cast<int>(rng.UniformInt(6));
+        for (int k = 0; k < flips; ++k) m[rng.UniformInt(m.size())] = static_cast<char>(rng.UniformInt(256));
+      }
+      const std::string file = WriteFile("mutated.jsonl", m);
+      const absl::Status status = path == kMbpp ? LoadMbpp(file).status() : LoadApps(file).status();
+      EXPECT_TRUE(status.ok() || status.code() == absl::StatusCode::kInvalidArgument ||
+                  status.code() == absl::StatusCode::kFailedPrecondition)
+          << status;
+      if (path != kApps || !status.ok()) continue;
+      BANYAN_ASSERT_OK_AND_ASSIGN(AppsDataset apps, LoadApps(file));
+      for (const AppsProblem& p : apps.problems) {
+        EXPECT_TRUE(search::ValidateCodeTests(p.tests).ok());
+        EXPECT_GT(search::CaseCount(p.tests), 0);
+        EXPECT_FALSE(search::HarnessProgram(p.tests, p.reference, "0123abcd").empty());
+      }
+    }
+  }
 }
 
 }  // namespace

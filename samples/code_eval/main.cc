@@ -73,8 +73,9 @@ absl::StatusOr<CodeSuite> LoadSuite(const banyan::cli::Args& args) {
 }
 
 absl::Status CheckReferences(const CodeSuite& suite) {
-  const banyan::search::CodeExecutor executor(banyan::search::ExecutionLimits{.wall_seconds = 60, .cpu_seconds = 60});
   for (const auto& task : suite.tasks) {
+    const banyan::search::CodeExecutor executor(banyan::search::LimitsForTests(
+        task.tests, banyan::search::ExecutionLimits{.wall_seconds = 10, .cpu_seconds = 10}));
     if (task.reference.empty()) {
       std::cout << "task " << task.id << ": no reference\n";
       continue;

@@ -36,6 +36,7 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
         value = argv[++i];
       }
       args.values_[name] = value;
+      args.all_values_[name].push_back(value);
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -46,6 +47,11 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
 std::string Args::GetString(std::string_view name, std::string_view fallback) const {
   auto it = values_.find(std::string(name));
   return it == values_.end() ? std::string(fallback) : it->second;
+}
+
+std::vector<std::string> Args::GetAll(std::string_view name) const {
+  auto it = all_values_.find(std::string(name));
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 absl::StatusOr<int64_t> Args::GetInt(std::string_view name, int64_t fallback) const {

@@ -26,7 +26,10 @@ class Args {
                                     const std::set<std::string>& bool_flags);
 
   bool Has(std::string_view name) const { return values_.count(std::string(name)) > 0; }
+  // The last value given for `name` (a flag given twice keeps its last value).
   std::string GetString(std::string_view name, std::string_view fallback = "") const;
+  // Every value given for `name`, in order (for flags that may repeat).
+  std::vector<std::string> GetAll(std::string_view name) const;
   // kInvalidArgument when present but not a number.
   absl::StatusOr<int64_t> GetInt(std::string_view name, int64_t fallback) const;
   absl::StatusOr<double> GetDouble(std::string_view name, double fallback) const;
@@ -35,6 +38,7 @@ class Args {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positional_;
 };
 

@@ -20,6 +20,14 @@ TEST(ArgsTest, ParsesValuesBoolsAndPositionals) {
   EXPECT_EQ(args.positional()[0], "rest");
 }
 
+TEST(ArgsTest, RepeatedFlagsKeepEveryValueInOrder) {
+  BANYAN_ASSERT_OK_AND_ASSIGN(Args args, Args::Parse({"--stop", "a", "--stop=b", "--n", "1"}, {"stop", "n"}, {}));
+  EXPECT_EQ(args.GetAll("stop"), std::vector<std::string>({"a", "b"}));
+  EXPECT_EQ(args.GetString("stop"), "b");  // the last one
+  EXPECT_EQ(args.GetAll("n"), std::vector<std::string>({"1"}));
+  EXPECT_TRUE(args.GetAll("absent").empty());
+}
+
 TEST(ArgsTest, RejectsUnknownMissingAndMalformed) {
   EXPECT_THAT(Args::Parse({"--bogus"}, {"n"}, {}), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(Args::Parse({"--n"}, {"n"}, {}), StatusIs(absl::StatusCode::kInvalidArgument));

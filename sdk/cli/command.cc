@@ -39,7 +39,7 @@ const std::vector<Command>& Commands() {
        {{"prompt", "TEXT", "the prompt (required; wrapped in the model's chat template unless --raw)"},
         {"n", "N", "completions, forked from the prompt (default 1)"}, kMaxTokens, kTemperature,
         {"top-p", "P", "nucleus sampling (default 0.95)"}, kTopK, {"min-p", "P", "min-p sampling (0: off)"},
-        {"repetition-penalty", "R", "1: off"}, kSeed, {"stop", "TEXT", "end a completion at TEXT"}, kModel,
+        {"repetition-penalty", "R", "1: off"}, kSeed, {"stop", "TEXT", "end a completion at TEXT (may repeat)"}, kModel,
         kDeviceCpu, kThreads, {"precision", "fast|high", "CUDA numerics (default fast)"}, kJson,
         {"raw", "", "the prompt as is, no chat template"}, {"quiet", "", "no progress on stderr"}}},
       {"search", "run a search strategy (self-consistency, tree of thought, MCTS, best-of-N)", RunSearch,

@@ -187,7 +187,7 @@ absl::Status RunGenerate(const std::vector<std::string>& argv) {
   req.sampling.top_k = static_cast<int32_t>(top_k);
   req.sampling.min_p = static_cast<float>(min_p);
   req.sampling.repetition_penalty = static_cast<float>(repetition);
-  if (args.Has("stop")) req.stop_strings.push_back(args.GetString("stop"));
+  req.stop_strings = args.GetAll("stop");
 
   BANYAN_ASSIGN_OR_RETURN(const GenerateResult r, Generate(req));
   if (args.GetBool("json")) {
