@@ -64,6 +64,19 @@ const std::vector<Command>& Commands() {
         kMaxTokens, kSeed, {"system", "TEXT", "a system prompt to open with"}, {"load", "FILE", "a saved tree"},
         {"script", "FILE", "commands from FILE, one per line"}, {"echo", "", "print each command read"},
         {"strict", "", "stop at the first failing command (exit 1)"}}},
+      {"eval", "code evaluation with pass@k: MBPP / APPS problems sampled on the shared tree, checked in a sandbox",
+       RunEval,
+       {{"data", "FILE.jsonl", "the problems (default: samples/data/mbpp_tiny.jsonl)"},
+        {"format", "F", "auto|mbpp|apps (default auto: APPS when the first record has problem_id)"},
+        {"difficulty", "D", "APPS: introductory|interview|competition only"},
+        {"limit", "P", "the first P problems only"}, {"n", "N", "samples per problem (default 4)"},
+        {"k", "K,K...", "pass@k for each k (default 1)"}, {"max-tokens", "N", "tokens per sample at most (default 96)"},
+        {"temperature", "T", "sampling temperature (default 0.8)"}, kSeed,
+        {"parallel", "P", "problems decoding at once (default 16)"},
+        {"jobs", "J", "checks running at once (default: the hardware threads)"},
+        {"report", "FILE", "one JSON line per sample, written atomically"},
+        {"check-reference", "", "check each problem's reference solution instead (no model)"},
+        {"verbose", "", "print every sample's outcome and code"}, kModel, kDeviceCpu}},
   };
   return *commands;
 }

@@ -48,6 +48,7 @@ absl::Status RunTokenize(const std::vector<std::string>& args);
 absl::Status RunGenerate(const std::vector<std::string>& args);
 absl::Status RunSearch(const std::vector<std::string>& args);
 absl::Status RunChat(const std::vector<std::string>& args);  // chat_command.cc (samples/branching_chat)
+absl::Status RunEval(const std::vector<std::string>& args);  // eval_command.cc (samples/code_eval)
 
 }  // namespace banyan::cli
 
