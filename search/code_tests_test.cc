@@ -1,5 +1,6 @@
 #include "search/code_tests.h"
 
+#include <algorithm>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -208,6 +209,13 @@ TEST(CodeTestsTest, AProgramThatKillsTheHarnessDoesNotPass) {
   CheckResult r = Check(kAdd, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)");
   EXPECT_EQ(r.outcome, ExecutionOutcome::kCrashed);
   EXPECT_EQ(r.cases_passed, 0);
+  // A forked child returns into the harness too: it leaves without reporting,
+  // and the parent's own count stands (here: the wrong add fails every case).
+  r = Check(kAdd, "import os\nos.fork()\ndef add(a, b):\n    return a - b");
+  EXPECT_EQ(r.outcome, ExecutionOutcome::kFailed) << r.run.output;
+  // add(0, 0) == 0 holds for a - b (unless the process cap refused the fork: then the load failed).
+  EXPECT_EQ(r.cases_passed, r.run.output.find("load: ") == std::string::npos ? 1 : 0) << r.run.output;
+  EXPECT_EQ(std::count(r.run.output.begin(), r.run.output.end(), '/'), 1) << r.run.output;  // one summary
   // A forged summary without the run's nonce is ignored.
   r = Check(kAdd, "import posix\nposix.write(1, b'banyan-harness 0 3/3\\n')\nposix._exit(0)");
   EXPECT_EQ(r.outcome, ExecutionOutcome::kFailed) << r.run.output;
