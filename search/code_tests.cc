@@ -12,6 +12,7 @@
 #include "banyan/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "sdk/base/absl_string_view.h"
 
 namespace banyan::search {
 namespace {
@@ -25,11 +26,8 @@ constexpr char kHarness[] =
 #include "search/code_tests_harness.py.inc"
     ;
 
-// Debian's Abseil has its own string_view.
-absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
 absl::Status Bad(std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat("code tests: ", Sv(what)));
+  return absl::InvalidArgumentError(absl::StrCat("code tests: ", AsAbsl(what)));
 }
 
 std::string_view StyleName(TestStyle style) {
@@ -89,9 +87,22 @@ absl::StatusOr<int32_t> ValidateCases(const CodeTests& tests) {
   return inputs->values_size();
 }
 
-std::string Quoted(std::string_view text) { return absl::StrCat("\"", Sv(text), "\""); }
+// ValidateCodeTests and CaseCount in one pass (cases_json parsed once).
+absl::StatusOr<int32_t> ValidatedCaseCount(const CodeTests& tests) {
+  if (!(tests.case_seconds > 0) || !std::isfinite(tests.case_seconds)) {
+    return Bad("case_seconds must be positive");
+  }
+  if (tests.style != TestStyle::kAsserts) return ValidateCases(tests);
+  if (tests.asserts.empty()) return Bad("no asserts");
+  for (const std::string& a : tests.asserts) {
+    if (a.empty()) return Bad("an assert is empty");
+  }
+  return static_cast<int32_t>(tests.asserts.size());
+}
 
-std::string Encoded(std::string_view text) { return Quoted(absl::Base64Escape(Sv(text))); }
+std::string Quoted(std::string_view text) { return absl::StrCat("\"", AsAbsl(text), "\""); }
+
+std::string Encoded(std::string_view text) { return Quoted(absl::Base64Escape(AsAbsl(text))); }
 
 std::string NewNonce() {
   thread_local std::mt19937_64 rng(std::random_device{}());
@@ -100,9 +111,9 @@ std::string NewNonce() {
 
 // "banyan-harness <nonce> P/T" on the last line that carries the nonce.
 bool ReadSummary(std::string_view output, std::string_view nonce, int32_t& passed, int32_t& total) {
-  const std::string prefix = absl::StrCat("banyan-harness ", Sv(nonce), " ");
+  const std::string prefix = absl::StrCat("banyan-harness ", AsAbsl(nonce), " ");
   bool found = false;
-  for (absl::string_view line : absl::StrSplit(Sv(output), '\n')) {
+  for (absl::string_view line : absl::StrSplit(AsAbsl(output), '\n')) {
     if (!absl::ConsumePrefix(&line, prefix)) continue;
     const std::vector<absl::string_view> parts = absl::StrSplit(line, '/');
     int32_t p = 0, t = 0;
@@ -117,25 +128,9 @@ bool ReadSummary(std::string_view output, std::string_view nonce, int32_t& passe
 
 }  // namespace
 
-absl::Status ValidateCodeTests(const CodeTests& tests) {
-  if (!(tests.case_seconds > 0) || !std::isfinite(tests.case_seconds)) {
-    return Bad("case_seconds must be positive");
-  }
-  if (tests.style == TestStyle::kAsserts) {
-    if (tests.asserts.empty()) return Bad("no asserts");
-    for (const std::string& a : tests.asserts) {
-      if (a.empty()) return Bad("an assert is empty");
-    }
-    return absl::OkStatus();
-  }
-  return ValidateCases(tests).status();
-}
+absl::Status ValidateCodeTests(const CodeTests& tests) { return ValidatedCaseCount(tests).status(); }
 
-int32_t CaseCount(const CodeTests& tests) {
-  if (!ValidateCodeTests(tests).ok()) return 0;
-  if (tests.style == TestStyle::kAsserts) return static_cast<int32_t>(tests.asserts.size());
-  return ValidateCases(tests).value_or(0);
-}
+int32_t CaseCount(const CodeTests& tests) { return ValidatedCaseCount(tests).value_or(0); }
 
 std::string HarnessProgram(const CodeTests& tests, std::string_view candidate, std::string_view nonce) {
   std::string asserts = "[";
@@ -160,9 +155,8 @@ ExecutionLimits LimitsForTests(const CodeTests& tests, ExecutionLimits base) {
 
 absl::StatusOr<CheckResult> CheckCandidate(const CodeExecutor& executor, const CodeTests& tests,
                                            std::string_view candidate) {
-  BANYAN_RETURN_IF_ERROR(ValidateCodeTests(tests));
   CheckResult result;
-  result.cases_total = CaseCount(tests);
+  BANYAN_ASSIGN_OR_RETURN(result.cases_total, ValidatedCaseCount(tests));
   const std::string nonce = NewNonce();
   BANYAN_ASSIGN_OR_RETURN(result.run, executor.Run(HarnessProgram(tests, candidate, nonce)));
   int32_t passed = 0, total = 0;

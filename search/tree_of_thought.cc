@@ -143,11 +143,7 @@ class TreeOfThought final : public Strategy {
   absl::StatusOr<bool> Dfs(SearchTree& tree, int64_t id, int64_t& iterations, int64_t& best,
                            double& best_value) {
     const SearchOptions& o = tree.options();
-    const Node& n = tree.node(id);
-    if (id != 0 && n.value > best_value) {
-      best_value = n.value;
-      best = id;
-    }
+    const Node& n = tree.node(id);  // (valued, and counted for `best`, when its parent expanded)
     if (id != 0 && (n.depth >= o.max_depth || n.terminal)) {
       if (n.value >= o.value_threshold) {
         best = id;

@@ -6,11 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "model/tokenizer/unicode.h"
+#include "sdk/base/absl_string_view.h"
 
 namespace banyan::model {
 namespace {
-
-absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 bool Contains(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;

@@ -4,13 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/unicode.h"
+#include "sdk/base/absl_string_view.h"
 
 namespace banyan::model {
 namespace {
 uint64_t PairKey(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
 }
-absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Create(BpeSpec spec) {

@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/tokenizer/unicode.h"
+#include "sdk/base/absl_string_view.h"
 
 namespace banyan::model {
 namespace {
 constexpr char kSpace[] = "\xe2\x96\x81";  // U+2581
-absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SpmTokenizer>> SpmTokenizer::Create(SpmSpec spec) {

@@ -137,6 +137,10 @@ absl::StatusOr<CodeEvalReport> EvaluateCode(Engine& engine, const CodeSuite& sui
     return shot_tokens.status();
   }
 
+  // Each task's check limits, once (not per sample).
+  std::vector<search::ExecutionLimits> limits;
+  for (const CodeTask& task : suite.tasks) limits.push_back(search::LimitsForTests(task.tests, o.limits));
+
   // Generation on up to parallel_problems threads; checks on `jobs` threads as
   // tasks finish generating.
   std::vector<Generated> generated(tasks);
@@ -169,7 +173,7 @@ absl::StatusOr<CodeEvalReport> EvaluateCode(Engine& engine, const CodeSuite& sui
           SampleReport& r = checked[i][s];
           r.code = ExtractCode(sample.text);
           r.tokens = static_cast<int32_t>(sample.tokens.size());
-          const search::CodeExecutor executor(search::LimitsForTests(task.tests, o.limits));
+          const search::CodeExecutor executor(limits[i]);
           absl::StatusOr<search::CheckResult> check = search::CheckCandidate(executor, task.tests, r.code);
           if (!check.ok()) {
             check_status[i][s] = check.status();

@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/default_model.h"
+#include "samples/code_eval/shipped_data.h"
 #include "sdk/base/status_testing.h"
 #include "sdk/engine/testing/counting_backend.h"
 
@@ -14,8 +15,6 @@ namespace {
 using ::banyan::testing::StatusIs;
 using ::testing::HasSubstr;
 
-const std::string kMbpp = std::string(BANYAN_SOURCE_DIR) + "/samples/data/mbpp_tiny.jsonl";
-const std::string kApps = std::string(BANYAN_SOURCE_DIR) + "/samples/data/apps_tiny.jsonl";
 
 std::unique_ptr<Engine> CountingEngine() {
   absl::StatusOr<std::unique_ptr<Engine>> engine = engine::testing::CreateCountingEngine({}, EngineOptions{});
@@ -50,7 +49,7 @@ TEST(CodeEvalTest, ExtractCode) {
 }
 
 TEST(CodeEvalTest, TwoLevelSharingOnTheCountingEngine) {
-  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<MbppProblem> problems, LoadMbpp(kMbpp));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<MbppProblem> problems, LoadMbpp(ShippedMbppTiny()));
   problems.resize(2);
   const CodeSuite suite = MbppSuite(problems);
   std::unique_ptr<Engine> engine = CountingEngine();
@@ -138,7 +137,7 @@ TEST(CodeEvalTest, PassesAndCaseFractionsAreCountedExactly) {
 }
 
 TEST(CodeEvalTest, ResultsDoNotDependOnHowManyTasksOrChecksRunAtOnce) {
-  BANYAN_ASSERT_OK_AND_ASSIGN(AppsDataset apps, LoadApps(kApps));
+  BANYAN_ASSERT_OK_AND_ASSIGN(AppsDataset apps, LoadApps(ShippedAppsTiny()));
   const CodeSuite suite = AppsSuite(apps.problems);
   CodeEvalOptions o;
   o.n = 3;
@@ -164,7 +163,7 @@ TEST(CodeEvalTest, ResultsDoNotDependOnHowManyTasksOrChecksRunAtOnce) {
 }
 
 TEST(CodeEvalTest, BadOptionsAndTestsGetInvalidArgument) {
-  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<MbppProblem> problems, LoadMbpp(kMbpp));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<MbppProblem> problems, LoadMbpp(ShippedMbppTiny()));
   CodeSuite suite = MbppSuite(problems);
   std::unique_ptr<Engine> engine = CountingEngine();
   ASSERT_NE(engine, nullptr);
@@ -184,8 +183,8 @@ TEST(CodeEvalTest, BadOptionsAndTestsGetInvalidArgument) {
 
 TEST(CodeEvalTest, DefaultModelSmoke) {
   if (!model::FindDefaultModel().ok()) GTEST_SKIP() << "default model absent";
-  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<MbppProblem> problems, LoadMbpp(kMbpp));
-  BANYAN_ASSERT_OK_AND_ASSIGN(AppsDataset apps, LoadApps(kApps));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<MbppProblem> problems, LoadMbpp(ShippedMbppTiny()));
+  BANYAN_ASSERT_OK_AND_ASSIGN(AppsDataset apps, LoadApps(ShippedAppsTiny()));
   EngineOptions eo;
   eo.device = "cpu";
   BANYAN_ASSERT_OK_AND_ASSIGN(auto engine, Engine::Create(eo));

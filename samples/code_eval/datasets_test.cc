@@ -7,6 +7,7 @@
 #include "samples/code_eval/apps_dataset.h"
 #include "samples/code_eval/mbpp_dataset.h"
 #include "sdk/base/rng.h"
+#include "samples/code_eval/shipped_data.h"
 #include "sdk/base/status_testing.h"
 #include "search/code_tests.h"
 
@@ -16,8 +17,6 @@ namespace {
 using ::banyan::testing::StatusIs;
 using ::testing::HasSubstr;
 
-const std::string kMbpp = std::string(BANYAN_SOURCE_DIR) + "/samples/data/mbpp_tiny.jsonl";
-const std::string kApps = std::string(BANYAN_SOURCE_DIR) + "/samples/data/apps_tiny.jsonl";
 
 std::string WriteFile(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/" + name;
@@ -33,7 +32,7 @@ search::CheckResult Check(const search::CodeTests& tests, const std::string& can
 }
 
 TEST(MbppDatasetTest, ShippedProblemsParseAndTheirReferencesPass) {
-  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<MbppProblem> problems, LoadMbpp(kMbpp));
+  BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<MbppProblem> problems, LoadMbpp(ShippedMbppTiny()));
   ASSERT_EQ(problems.size(), 5u);
   for (const MbppProblem& p : problems) {
     EXPECT_GE(p.tests.size(), 3u);
@@ -80,7 +79,7 @@ TEST(MbppDatasetTest, MalformedLinesGetSpecificErrors) {
 }
 
 TEST(AppsDatasetTest, ShippedProblemsParseAndTheirReferencesPass) {
-  BANYAN_ASSERT_OK_AND_ASSIGN(AppsDataset apps, LoadApps(kApps));
+  BANYAN_ASSERT_OK_AND_ASSIGN(AppsDataset apps, LoadApps(ShippedAppsTiny()));
   ASSERT_EQ(apps.problems.size(), 5u);
   EXPECT_EQ(apps.skipped_without_tests, 1);  // problem 5 was published without tests
   int call_based = 0;
@@ -140,7 +139,7 @@ TEST(AppsDatasetTest, MalformedLinesGetSpecificErrors) {
 // or one of the documented statuses, never a crash; tests that load validate.
 TEST(DatasetFuzzTest, MutatedFilesGetDocumentedStatuses) {
   Rng rng(44);
-  for (const std::string& path : {kMbpp, kApps}) {
+  for (const std::string& path : {ShippedMbppTiny(), ShippedAppsTiny()}) {
     std::stringstream text;
     text << std::ifstream(path).rdbuf();
     const std::string seed = text.str();
@@ -154,11 +153,11 @@ TEST(DatasetFuzzTest, MutatedFilesGetDocumentedStatuses) {
         for (int k = 0; k < flips; ++k) m[rng.UniformInt(m.size())] = static_cast<char>(rng.UniformInt(256));
       }
       const std::string file = WriteFile("mutated.jsonl", m);
-      const absl::Status status = path == kMbpp ? LoadMbpp(file).status() : LoadApps(file).status();
+      const absl::Status status = path == ShippedMbppTiny() ? LoadMbpp(file).status() : LoadApps(file).status();
       EXPECT_TRUE(status.ok() || status.code() == absl::StatusCode::kInvalidArgument ||
                   status.code() == absl::StatusCode::kFailedPrecondition)
           << status;
-      if (path != kApps || !status.ok()) continue;
+      if (path != ShippedAppsTiny() || !status.ok()) continue;
       BANYAN_ASSERT_OK_AND_ASSIGN(AppsDataset apps, LoadApps(file));
       for (const AppsProblem& p : apps.problems) {
         EXPECT_TRUE(search::ValidateCodeTests(p.tests).ok());

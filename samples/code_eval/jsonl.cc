@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "banyan/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace banyan::samples {
@@ -27,8 +28,12 @@ absl::StatusOr<Struct> ParseJsonObject(std::string_view line, std::string_view w
   return object;
 }
 
-absl::Status ForEachJsonLine(const std::string& path,
-                             const std::function<absl::Status(const Struct&, const std::string&)>& visit) {
+namespace {
+
+// ForEachJsonLine's loop; stops after the first object when `first_only`.
+absl::Status VisitJsonLines(const std::string& path,
+                            const std::function<absl::Status(const Struct&, const std::string&)>& visit,
+                            bool first_only) {
   std::ifstream in(path);
   if (!in) {
     const int err = errno;
@@ -46,9 +51,29 @@ absl::Status ForEachJsonLine(const std::string& path,
     absl::StatusOr<Struct> object = ParseJsonObject(trimmed, where);
     if (!object.ok()) return object.status();
     if (absl::Status s = visit(*object, where); !s.ok()) return s;
+    if (first_only) return absl::OkStatus();
   }
   if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ForEachJsonLine(const std::string& path,
+                             const std::function<absl::Status(const Struct&, const std::string&)>& visit) {
+  return VisitJsonLines(path, visit, false);
+}
+
+absl::StatusOr<std::optional<Struct>> FirstJsonObject(const std::string& path) {
+  std::optional<Struct> first;
+  BANYAN_RETURN_IF_ERROR(VisitJsonLines(
+      path,
+      [&](const Struct& object, const std::string&) {
+        first = object;
+        return absl::OkStatus();
+      },
+      true));
+  return first;
 }
 
 absl::StatusOr<std::string> JsonString(const Struct& object, const std::string& key, bool required,

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,10 @@ absl::StatusOr<google::protobuf::Struct> ParseJsonObject(std::string_view line, 
 absl::Status ForEachJsonLine(
     const std::string& path,
     const std::function<absl::Status(const google::protobuf::Struct&, const std::string& where)>& visit);
+
+// The first object of `path` (nullopt when it has none), without reading the
+// rest of the file.
+absl::StatusOr<std::optional<google::protobuf::Struct>> FirstJsonObject(const std::string& path);
 
 // The string at `key`: "" when absent and not `required`.
 absl::StatusOr<std::string> JsonString(const google::protobuf::Struct& object, const std::string& key,

@@ -1,6 +1,7 @@
 #include "sdk/cli/command.h"
 
 #include <algorithm>
+#include <iostream>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -104,6 +105,14 @@ std::string CommandHelp(const Command& command) {
     absl::StrAppend(&text, "  ", left, std::string(width + 4 - left.size(), ' '), std::string(f.help), "\n");
   }
   return text;
+}
+
+int RunAsProgram(std::string_view program, absl::Status (*run)(const std::vector<std::string>&), int argc,
+                 char** argv) {
+  const absl::Status status = run(std::vector<std::string>(argv + 1, argv + argc));
+  if (status.ok()) return 0;
+  std::cerr << program << ": " << status << "\n";
+  return 1;
 }
 
 }  // namespace banyan::cli

@@ -42,6 +42,12 @@ absl::StatusOr<Args> ParseFlags(std::string_view command, const std::vector<std:
 // `banyan <command> --help`: the summary and one line per flag.
 std::string CommandHelp(const Command& command);
 
+// main() of a sample that is also a subcommand (branching_chat, code_eval):
+// runs `run` on argv[1..], prints a failure as "<program>: <status>" on
+// stderr; the exit status is 0 or 1.
+int RunAsProgram(std::string_view program, absl::Status (*run)(const std::vector<std::string>&), int argc,
+                 char** argv);
+
 absl::Status RunInfo(const std::vector<std::string>& args);
 absl::Status RunDemoCommand(const std::vector<std::string>& args);  // demo_command.cc
 absl::Status RunTokenize(const std::vector<std::string>& args);

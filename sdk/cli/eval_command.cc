@@ -28,6 +28,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "samples/code_eval/code_eval.h"
 #include "samples/code_eval/jsonl.h"
+#include "samples/code_eval/shipped_data.h"
 #include "sdk/cli/args.h"
 #include "sdk/cli/command.h"
 
@@ -42,20 +43,12 @@ using banyan::search::OutcomeName;
 absl::StatusOr<std::string> Format(const std::string& data, const std::string& format) {
   if (format == "mbpp" || format == "apps") return format;
   if (format != "auto") return absl::InvalidArgumentError("--format: auto, mbpp or apps");
-  std::string found = "mbpp";
-  bool first = true;
-  BANYAN_RETURN_IF_ERROR(banyan::samples::ForEachJsonLine(
-      data, [&](const google::protobuf::Struct& object, const std::string&) {
-        if (first && object.fields().contains("problem_id")) found = "apps";
-        first = false;
-        return absl::OkStatus();
-      }));
-  return found;
+  BANYAN_ASSIGN_OR_RETURN(const auto first, banyan::samples::FirstJsonObject(data));
+  return first.has_value() && first->fields().contains("problem_id") ? "apps" : "mbpp";
 }
 
 absl::StatusOr<CodeSuite> LoadSuite(const banyan::cli::Args& args) {
-  const std::string data =
-      args.GetString("data", std::string(BANYAN_SOURCE_DIR) + "/samples/data/mbpp_tiny.jsonl");
+  const std::string data = args.GetString("data", banyan::samples::ShippedMbppTiny());
   BANYAN_ASSIGN_OR_RETURN(const std::string format, Format(data, args.GetString("format", "auto")));
   CodeSuite suite;
   if (format == "mbpp") {
@@ -78,12 +71,12 @@ absl::StatusOr<CodeSuite> LoadSuite(const banyan::cli::Args& args) {
 
 absl::Status CheckReferences(const CodeSuite& suite) {
   for (const auto& task : suite.tasks) {
-    const banyan::search::CodeExecutor executor(banyan::search::LimitsForTests(
-        task.tests, banyan::search::ExecutionLimits{.wall_seconds = 10, .cpu_seconds = 10}));
     if (task.reference.empty()) {
       std::cout << "task " << task.id << ": no reference\n";
       continue;
     }
+    const banyan::search::CodeExecutor executor(banyan::search::LimitsForTests(
+        task.tests, banyan::search::ExecutionLimits{.wall_seconds = 10, .cpu_seconds = 10}));
     BANYAN_ASSIGN_OR_RETURN(auto r, banyan::search::CheckCandidate(executor, task.tests, task.reference));
     std::cout << absl::StrFormat("task %d: %s (%d/%d cases)\n", task.id, OutcomeName(r.outcome), r.cases_passed,
                                  r.cases_total);

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/default_model.h"
+#include "samples/code_eval/shipped_data.h"
 #include "sdk/base/status_testing.h"
 #include "sdk/cli/command.h"
 
@@ -18,7 +19,7 @@ namespace {
 using ::banyan::testing::StatusIs;
 using ::testing::HasSubstr;
 
-const std::string kApps = std::string(BANYAN_SOURCE_DIR) + "/samples/data/apps_tiny.jsonl";
+const std::string kApps = samples::ShippedAppsTiny();
 
 std::string Captured(const std::vector<std::string>& args, absl::Status& status) {
   ::testing::internal::CaptureStdout();
