@@ -19,7 +19,6 @@ constexpr Flag kTopK{"top-k", "K", "keep the K most likely tokens (0: off)"};
 constexpr Flag kJson{"json", "", "print JSON instead of text"};
 constexpr Flag kKvBudget{"kv-budget-mb", "M", "the engine's KV budget in MiB (0: the default)"};
 constexpr Flag kDeviceAuto{"device", "D", "auto|cpu|cuda:N (default auto)"};
-constexpr Flag kDeviceCpu{"device", "D", "auto|cpu|cuda:N (default cpu)"};
 
 }  // namespace
 
@@ -41,7 +40,7 @@ const std::vector<Command>& Commands() {
         {"n", "N", "completions, forked from the prompt (default 1)"}, kMaxTokens, kTemperature,
         {"top-p", "P", "nucleus sampling (default 0.95)"}, kTopK, {"min-p", "P", "min-p sampling (0: off)"},
         {"repetition-penalty", "R", "1: off"}, kSeed, {"stop", "TEXT", "end a completion at TEXT (may repeat)"}, kModel,
-        kDeviceCpu, kThreads, {"precision", "fast|high", "CUDA numerics (default fast)"}, kJson,
+        kDeviceAuto, kThreads, {"precision", "fast|high", "CUDA numerics (default fast)"}, kJson,
         {"raw", "", "the prompt as is, no chat template"}, {"quiet", "", "no progress on stderr"}}},
       {"search", "run a search strategy (self-consistency, tree of thought, MCTS, best-of-N)", RunSearch,
        {{"strategy", "S", "self-consistency|tot-bfs|tot-dfs|mcts|best-of-n|beam (default self-consistency)"},
@@ -77,7 +76,7 @@ const std::vector<Command>& Commands() {
         {"jobs", "J", "checks running at once (default: the hardware threads)"},
         {"report", "FILE", "one JSON line per sample, written atomically"},
         {"check-reference", "", "check each problem's reference solution instead (no model)"},
-        {"verbose", "", "print every sample's outcome and code"}, kModel, kDeviceCpu}},
+        {"verbose", "", "print every sample's outcome and code"}, kModel, kDeviceAuto}},
   };
   return *commands;
 }

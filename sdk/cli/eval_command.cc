@@ -174,7 +174,7 @@ absl::Status RunEval(const std::vector<std::string>& argv) {
   BANYAN_ASSIGN_OR_RETURN(const CodeEvalOptions o, Options(args));
   banyan::EngineOptions eo;
   eo.model_path = args.GetString("model");
-  eo.device = args.GetString("device", "cpu");
+  eo.device = args.GetString("device", "auto");
   BANYAN_ASSIGN_OR_RETURN(auto engine, banyan::Engine::Create(eo));
   BANYAN_ASSIGN_OR_RETURN(const CodeEvalReport report, banyan::samples::EvaluateCode(*engine, suite, o));
   Print(report, o, args.GetBool("verbose"));

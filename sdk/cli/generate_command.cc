@@ -69,8 +69,9 @@ absl::StatusOr<GenerateResult> Generate(const GenerateRequest& req) {
   }
   BANYAN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(options));
   result.load_seconds = Seconds(load_start);
+  result.device = engine->Info().device;
   if (req.progress) {
-    std::cerr << absl::StrFormat(" %.2f s, on %s\n", result.load_seconds, engine->Info().device);
+    std::cerr << absl::StrFormat(" %.2f s, on %s\n", result.load_seconds, result.device);
   }
 
   // With a chat template the prompt is one user turn plus the generation
@@ -157,7 +158,7 @@ absl::Status RunGenerate(const std::vector<std::string>& argv) {
   req.prompt = args.GetString("prompt");
   req.raw = args.GetBool("raw");
   req.progress = !args.GetBool("quiet");
-  req.device = args.GetString("device", "cpu");
+  req.device = args.GetString("device", "auto");
   const std::string precision = args.GetString("precision", "fast");
   if (precision == "high") {
     req.precision = EngineOptions::Precision::kHigh;
@@ -191,7 +192,7 @@ absl::Status RunGenerate(const std::vector<std::string>& argv) {
 
   BANYAN_ASSIGN_OR_RETURN(const GenerateResult r, Generate(req));
   if (args.GetBool("json")) {
-    std::cout << "{\n  \"model\": " << JsonString(r.model_name) << ",\n  \"device\": " << JsonString(req.device)
+    std::cout << "{\n  \"model\": " << JsonString(r.model_name) << ",\n  \"device\": " << JsonString(r.device)
               << ",\n  \"prompt_tokens\": " << r.prompt_tokens << ",\n  \"completions\": [";
     for (size_t i = 0; i < r.completions.size(); ++i) {
       const Completion& c = r.completions[i];
@@ -216,8 +217,8 @@ absl::Status RunGenerate(const std::vector<std::string>& argv) {
               << c.text << "\n";
   }
   std::cerr << absl::StrFormat(
-      "%s: prompt %d tokens, prefill %.3f s, %d branches, %d decode steps, %.1f tokens/s (load %.2f s)\n",
-      r.model_name, r.prompt_tokens, r.prefill_seconds, req.n, r.decode_steps, r.decode_tokens_per_second(),
+      "%s on %s: prompt %d tokens, prefill %.3f s, %d branches, %d decode steps, %.1f tokens/s (load %.2f s)\n",
+      r.model_name, r.device, r.prompt_tokens, r.prefill_seconds, req.n, r.decode_steps, r.decode_tokens_per_second(),
       r.load_seconds);
   return absl::OkStatus();
 }

@@ -8,7 +8,8 @@
 //       [--repetition-penalty R] [--seed S] [--stop TEXT] [--device auto|cpu|cuda|cuda:N]
 //       [--threads T] [--precision fast|high] [--raw] [--json] [--quiet]
 //
-// Without --model the default model (model/default_model.h) is used. With a
+// Without --model the default model (model/default_model.h) is used; --device
+// defaults to auto (the first GPU when there is one, else the CPU). With a
 // chat template (model/chat) the prompt becomes one user turn with the
 // generation prompt, unless --raw. A branch stops at the model's EOS or
 // end-of-turn token, at --stop text (cut before it), or after --max-tokens.
@@ -39,7 +40,7 @@ struct GenerateRequest {
   model::SamplingParams sampling;
   uint64_t seed = 0;
   std::vector<std::string> stop_strings;
-  std::string device = "cpu";
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N
   EngineOptions::Precision precision = EngineOptions::Precision::kFast;
   int threads = 0;  // <= 0: hardware concurrency
   int32_t page_size = 16;
@@ -57,6 +58,7 @@ struct Completion {
 
 struct GenerateResult {
   std::string model_name;
+  std::string device;  // where the engine ran: "cpu" or "cuda:N (GPU name)"
   int32_t prompt_tokens = 0;
   std::vector<Completion> completions;
   double load_seconds = 0, prefill_seconds = 0, decode_seconds = 0;

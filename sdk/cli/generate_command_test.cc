@@ -27,6 +27,7 @@ class GenerateTest : public ::testing::Test {
     GenerateRequest r;
     r.prompt = "What is the capital of France?";
     r.max_tokens = 6;
+    r.device = "cpu";  // exact agreement across batch shapes is a CPU property
     r.threads = 2;
     return r;
   }
@@ -38,6 +39,7 @@ TEST_F(GenerateTest, GreedyBranchesAgreeWithASingleBranch) {
   r.n = 1;
   BANYAN_ASSERT_OK_AND_ASSIGN(const GenerateResult one, Generate(r));
   ASSERT_EQ(one.completions.size(), 1u);
+  EXPECT_EQ(one.device, "cpu");
   EXPECT_FALSE(one.completions[0].tokens.empty());
   r.n = 3;
   r.page_size = 8;  // a different page size and partial page: same tokens
