@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "banyan/status_macros.h"
+#include "model/tokenizer/unicode.h"
 #include "sdk/base/rng.h"
 #include "search/policy_binding.h"
 
@@ -21,6 +22,12 @@ bool IsSoft(const absl::Status& s) {
          s.code() == absl::StatusCode::kCancelled ||
          s.code() == absl::StatusCode::kResourceExhausted;
 }
+
+// Text for the trace's proto3 `string` fields, which must be valid UTF-8 (a
+// binary trace with other bytes does not parse, and the JSON printer drops
+// them): model output cut inside a character or made of byte-fallback tokens
+// gets U+FFFD per invalid byte. The live SearchResult keeps the bytes as they are.
+std::string TraceText(std::string_view text) { return model::ToValidUtf8(text); }
 
 }  // namespace
 
@@ -45,12 +52,12 @@ SearchTree::SearchTree(Engine& engine, const SearchOptions& options, std::string
   }
   proto::SearchConfig& c = *trace_.mutable_config();
   c.set_strategy(std::string(strategy));
-  c.set_prompt(options.prompt);
+  c.set_prompt(TraceText(options.prompt));
   c.set_n(options.n);
   c.set_beam_width(options.beam_width);
   c.set_max_depth(options.max_depth);
   c.set_step_tokens(options.step_tokens);
-  c.set_step_delimiter(options.step_delimiter);
+  c.set_step_delimiter(TraceText(options.step_delimiter));
   c.set_temperature(options.sampling.temperature);
   c.set_seed(options.seed);
   c.set_max_tokens(options.budget.max_tokens);
@@ -62,7 +69,7 @@ SearchTree::SearchTree(Engine& engine, const SearchOptions& options, std::string
   static constexpr const char* kEval[] = {"none", "model-value", "model-vote", "callback",
                                           "policy"};
   c.set_evaluation(kEval[static_cast<int>(options.evaluation)]);
-  if (options.policy != nullptr) c.set_policy(options.policy->name());
+  if (options.policy != nullptr) c.set_policy(TraceText(options.policy->name()));
   c.set_wave_size(options.wave_size);
   c.set_vote(options.weighted_vote ? "weighted" : "majority");
   c.set_top_k(options.sampling.top_k);
@@ -70,13 +77,13 @@ SearchTree::SearchTree(Engine& engine, const SearchOptions& options, std::string
   c.set_min_p(options.sampling.min_p);
   c.set_repetition_penalty(options.sampling.repetition_penalty);
   c.set_sample_tokens(options.sample_tokens);
-  c.set_answer_pattern(options.answer_pattern);
+  c.set_answer_pattern(TraceText(options.answer_pattern));
   c.set_rollout_tokens(options.rollout_tokens);
-  c.set_value_prompt(options.value_prompt);
-  c.set_value_good(options.value_good);
-  c.set_value_bad(options.value_bad);
-  c.set_vote_prompt(options.vote_prompt);
-  for (const std::string& stop : options.stop_strings) c.add_stop_strings(stop);
+  c.set_value_prompt(TraceText(options.value_prompt));
+  c.set_value_good(TraceText(options.value_good));
+  c.set_value_bad(TraceText(options.value_bad));
+  c.set_vote_prompt(TraceText(options.vote_prompt));
+  for (const std::string& stop : options.stop_strings) c.add_stop_strings(TraceText(stop));
 }
 
 SearchTree::~SearchTree() {
@@ -177,7 +184,7 @@ void SearchTree::Record(proto::TraceEvent::Kind kind, int64_t node,
   e->set_node(node);
   for (int64_t c : children) e->add_children(c);
   e->set_value(value);
-  e->set_detail(std::string(detail));
+  e->set_detail(TraceText(detail));
   e->set_seed(seed);
   e->set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
 }
@@ -508,12 +515,12 @@ void SearchTree::Finish(SearchResult& result) {
     t->set_id(n.id);
     t->set_parent(n.parent);
     t->set_depth(n.depth);
-    t->set_text(n.step_text);
+    t->set_text(TraceText(n.step_text));
     t->set_tokens(n.tokens);
     t->set_value(n.value);
     t->set_visits(n.visits);
     t->set_released(n.released);
-    t->set_answer(n.answer);
+    t->set_answer(TraceText(n.answer));
     t->set_terminal(n.terminal);
   }
   Record(proto::TraceEvent::STOP, -1, {}, 0, result.stop_reason);
@@ -528,11 +535,11 @@ void SearchTree::Finish(SearchResult& result) {
   c->set_wall_seconds(cost_.wall_seconds);
   for (const VoteEntry& v : result.votes) {
     proto::VoteCount* vc = trace_.add_votes();
-    vc->set_answer(v.answer);
+    vc->set_answer(TraceText(v.answer));
     vc->set_weight(v.weight);
     vc->set_count(v.count);
   }
-  trace_.set_answer(result.answer);
+  trace_.set_answer(TraceText(result.answer));
   trace_.set_stop_reason(result.stop_reason);
   trace_.set_max_depth_reached(result.max_depth);
   trace_.set_leaves(static_cast<int32_t>(result.leaves));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <utility>
@@ -129,11 +130,20 @@ absl::Status WriteTrace(const proto::SearchTrace& trace, const std::string& path
   } else if (!trace.SerializeToString(&bytes)) {
     return absl::InternalError("trace: protobuf serialization failed");
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  // Written beside the target and renamed over it, so a failed write never leaves a half trace at `path`.
+  const std::string partial = path + ".partial";
+  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write trace file ", path));
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
-  if (!out) return absl::DataLossError(absl::StrCat("short write to trace file ", path));
+  if (!out) {
+    std::remove(partial.c_str());
+    return absl::DataLossError(absl::StrCat("short write to trace file ", path));
+  }
+  if (std::rename(partial.c_str(), path.c_str()) != 0) {
+    std::remove(partial.c_str());
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename the trace into place at ", path));
+  }
   return absl::OkStatus();
 }
 

@@ -211,8 +211,10 @@ std::unique_ptr<Strategy> CreateStrategy(StrategyKind kind);
 absl::Status CompareDecisions(const proto::SearchTrace& a, const proto::SearchTrace& b);
 
 // The trace as JSON (MessageToJsonString) / written to `path`: JSON when the
-// path ends in ".json", binary protobuf otherwise. kInternal / kPermissionDenied
-// / kNotFound when the file cannot be written.
+// path ends in ".json", binary protobuf otherwise, written atomically (a
+// temporary file renamed over `path`). Text fields hold valid UTF-8 (the
+// search writes U+FFFD for invalid bytes of model output). kInternal /
+// kPermissionDenied / kDataLoss when the file cannot be written.
 absl::StatusOr<std::string> TraceToJson(const proto::SearchTrace& trace);
 absl::Status WriteTrace(const proto::SearchTrace& trace, const std::string& path);
 // Reads a trace written by WriteTrace (JSON for ".json", else binary).

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sdk/base/status_testing.h"
+#include "sdk/base/utf8.h"
 #include "sdk/engine/testing/counting_backend.h"
 #include "search/strategies.h"
 
@@ -534,6 +535,41 @@ TEST(TraceTest, JsonAndBinaryFiles) {
   BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult other, RunKind(StrategyKind::kBestOfN, *engine, o));
   EXPECT_THAT(CompareDecisions(r.trace, other.trace),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+// Model output need not be UTF-8: from "\xc3\xa0" (a valid "a" with a grave accent) the counting model writes
+// 0xa1, 0xa2, ...: stray continuation bytes. The trace's proto3 strings hold U+FFFD for them, so both file forms
+// load back and replay (a binary trace with the raw bytes would not parse); the live result keeps the raw bytes.
+TEST(TraceTest, TextThatIsNotUtf8StaysReadable) {
+  auto engine = MakeEngine();
+  SearchOptions o = TopTwo("\xc3\xa0", 23);
+  o.n = 2;
+  o.beam_width = 2;
+  o.max_depth = 2;
+  o.step_tokens = 3;
+  o.evaluation = Evaluation::kModelValue;
+  BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult r, RunKind(StrategyKind::kTotBfs, *engine, o));
+  bool raw_bytes = false;
+  int replaced = 0;
+  for (const proto::TraceNode& n : r.trace.nodes()) {
+    EXPECT_TRUE(IsValidUtf8(n.text())) << n.ShortDebugString();
+    if (n.text().find("\xef\xbf\xbd") != std::string::npos) ++replaced;
+  }
+  for (unsigned char c : r.answer) raw_bytes |= c >= 0xa1 && c < 0xc0;
+  EXPECT_GT(replaced, 0);
+  EXPECT_TRUE(raw_bytes) << "the live answer keeps the model's bytes";
+  EXPECT_EQ(r.trace.answer(), ToValidUtf8(r.answer));
+  for (const std::string name : {"/not_utf8.json", "/not_utf8.pb"}) {
+    const std::string path = ::testing::TempDir() + name;
+    BANYAN_ASSERT_OK(WriteTrace(r.trace, path));
+    BANYAN_ASSERT_OK_AND_ASSIGN(proto::SearchTrace back, ReadTrace(path));
+    ASSERT_EQ(back.nodes_size(), r.trace.nodes_size()) << name;
+    for (int i = 0; i < back.nodes_size(); ++i) EXPECT_EQ(back.nodes(i).text(), r.trace.nodes(i).text()) << name;
+    BANYAN_ASSERT_OK_AND_ASSIGN(SearchOptions replay, OptionsFromConfig(back.config()));
+    BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult again, RunKind(StrategyKind::kTotBfs, *engine, replay));
+    EXPECT_TRUE(CompareDecisions(back, again.trace).ok()) << name;
+    EXPECT_EQ(again.answer, r.answer) << name;
+  }
 }
 
 TEST(TraceTest, ReplaysFromAFile) {

@@ -7,46 +7,13 @@
 
 namespace banyan::model {
 
-int Utf8SequenceLength(uint8_t lead) {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xe0) == 0xc0) return lead >= 0xc2 ? 2 : 0;
-  if ((lead & 0xf0) == 0xe0) return 3;
-  if ((lead & 0xf8) == 0xf0) return lead <= 0xf4 ? 4 : 0;
-  return 0;
-}
-
-namespace {
-// Decodes one valid sequence at text[i]; returns its length or 0.
-int DecodeOne(std::string_view text, size_t i, char32_t* out) {
-  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
-  const int len = Utf8SequenceLength(s[i]);
-  if (len == 0 || i + len > text.size()) return 0;
-  if (len == 1) {
-    *out = s[i];
-    return 1;
-  }
-  char32_t cp = s[i] & (0x7f >> len);
-  for (int k = 1; k < len; ++k) {
-    if ((s[i + k] & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i + k] & 0x3f);
-  }
-  // Reject overlong forms, surrogates and values past U+10FFFF.
-  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-      (cp >= 0xd800 && cp <= 0xdfff)) {
-    return 0;
-  }
-  *out = cp;
-  return len;
-}
-}  // namespace
-
 std::vector<CodePoint> SplitUtf8(std::string_view text) {
   std::vector<CodePoint> out;
   out.reserve(text.size());
   size_t i = 0;
   while (i < text.size()) {
     char32_t cp = 0;
-    const int len = DecodeOne(text, i, &cp);
+    const int len = DecodeUtf8At(text, i, &cp);
     if (len == 0) {
       out.push_back({static_cast<uint8_t>(text[i]), static_cast<uint32_t>(i),
                      static_cast<uint32_t>(i + 1), false});
@@ -57,17 +24,6 @@ std::vector<CodePoint> SplitUtf8(std::string_view text) {
     }
   }
   return out;
-}
-
-bool IsValidUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    char32_t cp;
-    const int len = DecodeOne(text, i, &cp);
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
 }
 
 void AppendUtf8(char32_t cp, std::string* out) {

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sdk/base/utf8.h"
+
 namespace banyan::model {
 
 // One code point of a UTF-8 string: its value and byte span. An invalid or
@@ -24,10 +26,10 @@ struct CodePoint {
 };
 std::vector<CodePoint> SplitUtf8(std::string_view text);
 
-// Byte length of the UTF-8 sequence that starts at `lead`, 0 if `lead` is not
-// a lead byte.
-int Utf8SequenceLength(uint8_t lead);
-bool IsValidUtf8(std::string_view text);
+// The validity checks live in sdk/base/utf8.h (shared beyond the tokenizers).
+using ::banyan::IsValidUtf8;
+using ::banyan::ToValidUtf8;
+using ::banyan::Utf8SequenceLength;
 void AppendUtf8(char32_t cp, std::string* out);
 
 enum class CharClass : uint8_t { kLetter, kNumber, kSpace, kOther };

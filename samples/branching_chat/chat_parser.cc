@@ -46,7 +46,7 @@ std::string Quote(std::string_view s) {
     }
   }
   if (s.size() > 40) out += "...";
-  return absl::StrCat("\"", SanitizeUtf8(out), "\"");
+  return absl::StrCat("\"", ToValidUtf8(out), "\"");
 }
 
 absl::StatusOr<int64_t> ParseId(std::string_view word, std::string_view what) {
@@ -93,66 +93,6 @@ absl::Status Integer(std::string_view key, double v) {
 }
 
 }  // namespace
-
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      n = 1;
-      cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      n = 2;
-      cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= n) return false;  // truncated sequence
-    for (size_t k = 1; k <= n; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff)) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
-std::string SanitizeUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    // The longest valid sequence starting at i (1..4 bytes), if any.
-    size_t len = 0;
-    for (size_t n = 1; n <= 4 && i + n <= s.size(); ++n) {
-      if (IsValidUtf8(s.substr(i, n))) {
-        len = n;
-        break;
-      }
-    }
-    if (len == 0) {
-      out += "\xef\xbf\xbd";
-      ++i;
-    } else {
-      out.append(s.substr(i, len));
-      i += len;
-    }
-  }
-  return out;
-}
 
 absl::StatusOr<ChatCommand> ParseCommand(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);

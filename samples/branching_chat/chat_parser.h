@@ -28,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "sdk/base/utf8.h"
 
 namespace banyan::samples::chat {
 
@@ -96,11 +97,10 @@ absl::StatusOr<ChatSettings> ParseSettings(std::string_view text);
 // The /help text.
 std::string HelpText();
 
-// True when `s` is valid UTF-8 (no overlongs, surrogates or code points above
-// U+10FFFF).
-bool IsValidUtf8(std::string_view s);
-// `s` with every invalid UTF-8 sequence replaced by U+FFFD.
-std::string SanitizeUtf8(std::string_view s);
+// UTF-8 checks (sdk/base/utf8.h): valid means no overlongs, surrogates or code
+// points above U+10FFFF; ToValidUtf8 replaces each invalid byte by U+FFFD.
+using ::banyan::IsValidUtf8;
+using ::banyan::ToValidUtf8;
 
 }  // namespace banyan::samples::chat
 

@@ -161,9 +161,9 @@ TEST(ChatParserTest, Utf8Helpers) {
   EXPECT_TRUE(IsValidUtf8("plain ascii"));
   EXPECT_TRUE(IsValidUtf8("\xf0\x9f\x8c\xb3 banyan"));
   EXPECT_FALSE(IsValidUtf8("\xf0\x9f\x8c"));
-  EXPECT_EQ(SanitizeUtf8("ok\xff!"), "ok\xef\xbf\xbd!");
-  EXPECT_EQ(SanitizeUtf8("\xe6\x97"), "\xef\xbf\xbd\xef\xbf\xbd");
-  EXPECT_EQ(SanitizeUtf8("\xe6\x97\xa5"), "\xe6\x97\xa5");
+  EXPECT_EQ(ToValidUtf8("ok\xff!"), "ok\xef\xbf\xbd!");
+  EXPECT_EQ(ToValidUtf8("\xe6\x97"), "\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(ToValidUtf8("\xe6\x97\xa5"), "\xe6\x97\xa5");
 }
 
 // Random lines of every flavour: printable text, command words with random

@@ -227,7 +227,7 @@ absl::StatusOr<std::vector<int32_t>> ChatSession::Reply(int32_t user, int32_t n,
     t.id = next_id_;
     t.parent = user;
     t.role = Role::kAssistant;
-    t.content = SanitizeUtf8(results[i]->text);
+    t.content = ToValidUtf8(results[i]->text);
     t.branch = kids[i];
     t.tokens = std::move(info->tokens);
     t.reply_tokens = static_cast<int32_t>(results[i]->tokens.size());

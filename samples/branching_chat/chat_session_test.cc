@@ -108,7 +108,7 @@ TEST(ChatSessionTest, TreeOfTurnsSharesKv) {
   EXPECT_EQ(r1, 3);
   EXPECT_EQ(started_reply, 3);
   EXPECT_EQ(s.current(), 3);
-  EXPECT_EQ(SanitizeUtf8(streamed), s.Find(3)->content);
+  EXPECT_EQ(ToValidUtf8(streamed), s.Find(3)->content);
   EXPECT_EQ(s.Find(3)->reply_tokens, 8);
   BANYAN_ASSERT_OK_AND_ASSIGN(std::vector<int32_t> alts, s.Fork(3));
   EXPECT_EQ(alts, std::vector<int32_t>({4, 5, 6}));

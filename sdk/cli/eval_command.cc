@@ -24,13 +24,12 @@
 #include "absl/strings/str_split.h"
 #include "banyan/engine.h"
 #include "banyan/status_macros.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "samples/code_eval/code_eval.h"
 #include "samples/code_eval/jsonl.h"
 #include "samples/code_eval/shipped_data.h"
 #include "sdk/cli/args.h"
 #include "sdk/cli/command.h"
+#include "sdk/cli/json_text.h"
 
 namespace banyan::cli {
 namespace {
@@ -109,7 +108,7 @@ absl::StatusOr<CodeEvalOptions> Options(const banyan::cli::Args& args) {
   return o;
 }
 
-// One JSON line per sample, written to a temporary file and renamed over `path`.
+// One JSON line per sample (keys in a fixed order), written to a temporary file and renamed over `path`.
 absl::Status WriteReport(const std::string& path, const CodeEvalReport& report) {
   const std::string partial = path + ".partial";
   {
@@ -117,20 +116,13 @@ absl::Status WriteReport(const std::string& path, const CodeEvalReport& report) 
     if (!out) return absl::PermissionDeniedError(absl::StrCat(partial, ": cannot write"));
     for (const auto& p : report.problems) {
       for (size_t s = 0; s < p.samples.size(); ++s) {
-        google::protobuf::Struct line;
-        auto& f = *line.mutable_fields();
-        f["task_id"].set_number_value(static_cast<double>(p.task_id));
-        f["sample"].set_number_value(static_cast<double>(s));
-        f["outcome"].set_string_value(std::string(OutcomeName(p.samples[s].outcome)));
-        f["cases_passed"].set_number_value(p.samples[s].cases_passed);
-        f["cases_total"].set_number_value(p.samples[s].cases_total);
-        f["tokens"].set_number_value(p.samples[s].tokens);
-        f["code"].set_string_value(p.samples[s].code);
-        std::string json;
-        if (!google::protobuf::util::MessageToJsonString(line, &json).ok()) {
-          return absl::InternalError("cannot write a report line as JSON");
-        }
-        out << json << "\n";
+        const auto& sample = p.samples[s];
+        out << absl::StrFormat(
+                   "{\"task_id\": %d, \"sample\": %d, \"outcome\": %s, \"cases_passed\": %d, "
+                   "\"cases_total\": %d, \"tokens\": %d, \"code\": %s}",
+                   p.task_id, s, JsonString(OutcomeName(sample.outcome)), sample.cases_passed, sample.cases_total,
+                   sample.tokens, JsonString(sample.code))
+            << "\n";
       }
     }
     if (!out.flush()) return absl::DataLossError(absl::StrCat(partial, ": write failed"));

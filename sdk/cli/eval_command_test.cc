@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/default_model.h"
@@ -62,9 +63,11 @@ TEST(EvalCommandTest, RunsOnTheDefaultModelAndWritesTheReport) {
   std::string line;
   int lines = 0;
   while (std::getline(in, line)) {
+    // Keys in the documented order, one sample per line.
+    EXPECT_THAT(line, ::testing::StartsWith(absl::StrCat("{\"task_id\": 1, \"sample\": ", lines, ", \"outcome\": ")));
+    EXPECT_THAT(line, HasSubstr("\"cases_total\": 3, \"tokens\": "));
+    EXPECT_THAT(line, ::testing::EndsWith("\"}"));
     ++lines;
-    EXPECT_THAT(line, HasSubstr("\"task_id\":1"));
-    EXPECT_THAT(line, HasSubstr("\"cases_total\":3"));
   }
   EXPECT_EQ(lines, 2);
 }

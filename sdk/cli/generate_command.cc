@@ -17,6 +17,7 @@
 #include "banyan/status_macros.h"
 #include "sdk/cli/args.h"
 #include "sdk/cli/command.h"
+#include "sdk/cli/json_text.h"
 
 namespace banyan::cli {
 namespace {
@@ -25,26 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (const unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);  // UTF-8 passes through
-        }
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace
