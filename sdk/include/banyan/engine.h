@@ -201,7 +201,11 @@ enum class FinishReason { kLength, kStop, kEos, kCallback };
 struct GenerateResult {
   BranchId branch;
   std::vector<int32_t> tokens;   // generated tokens (appended to the branch)
-  std::string text;              // their text, stop string removed
+  // Their text, stop string removed: the bytes the tokenizer decodes, so not
+  // always valid UTF-8 (a request that ends inside a character, byte-fallback
+  // tokens that form none); replace such bytes before writing JSON or proto3
+  // strings (Banyan's own traces and CLI output use U+FFFD).
+  std::string text;
   std::vector<float> logprobs;   // one per token
   FinishReason finish = FinishReason::kLength;
 };
