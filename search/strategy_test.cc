@@ -537,18 +537,24 @@ TEST(TraceTest, JsonAndBinaryFiles) {
               StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
+// A two-level BFS of `n` children per node, beam 2, valued by the model: the traces the replay tests write.
+SearchOptions ValuedBfs(std::string prompt, uint64_t seed, int n, int step_tokens) {
+  SearchOptions o = TopTwo(std::move(prompt), seed);
+  o.n = n;
+  o.beam_width = 2;
+  o.max_depth = 2;
+  o.step_tokens = step_tokens;
+  o.evaluation = Evaluation::kModelValue;
+  return o;
+}
+
 // Model output need not be UTF-8: from "\xc3\xa0" (a valid "a" with a grave accent) the counting model writes
 // 0xa1, 0xa2, ...: stray continuation bytes. The trace's proto3 strings hold U+FFFD for them, so both file forms
 // load back and replay (a binary trace with the raw bytes would not parse); the live result keeps the raw bytes.
 TEST(TraceTest, TextThatIsNotUtf8StaysReadable) {
   auto engine = MakeEngine();
-  SearchOptions o = TopTwo("\xc3\xa0", 23);
-  o.n = 2;
-  o.beam_width = 2;
-  o.max_depth = 2;
-  o.step_tokens = 3;
-  o.evaluation = Evaluation::kModelValue;
-  BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult r, RunKind(StrategyKind::kTotBfs, *engine, o));
+  BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult r,
+                              RunKind(StrategyKind::kTotBfs, *engine, ValuedBfs("\xc3\xa0", 23, 2, 3)));
   bool raw_bytes = false;
   int replaced = 0;
   for (const proto::TraceNode& n : r.trace.nodes()) {
@@ -574,13 +580,7 @@ TEST(TraceTest, TextThatIsNotUtf8StaysReadable) {
 
 TEST(TraceTest, ReplaysFromAFile) {
   auto engine = MakeEngine();
-  SearchOptions o = TopTwo("a", 17);
-  o.n = 3;
-  o.beam_width = 2;
-  o.max_depth = 2;
-  o.step_tokens = 2;
-  o.evaluation = Evaluation::kModelValue;
-  BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult r, RunKind(StrategyKind::kTotBfs, *engine, o));
+  BANYAN_ASSERT_OK_AND_ASSIGN(SearchResult r, RunKind(StrategyKind::kTotBfs, *engine, ValuedBfs("a", 17, 3, 2)));
   for (const std::string name : {"/replay.json", "/replay.pb"}) {
     const std::string path = ::testing::TempDir() + name;
     BANYAN_ASSERT_OK(WriteTrace(r.trace, path));

@@ -1,6 +1,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,11 +18,28 @@ namespace {
 using ::banyan::testing::StatusIs;
 using ::testing::HasSubstr;
 
-
 std::string WriteFile(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << text;
   return path;
+}
+
+// A malformed line and the words its error must hold.
+struct BadLine {
+  std::string line;
+  std::string message;
+};
+
+// Each bad line, third in a file after a good line and a blank one, fails `load` with kInvalidArgument naming the
+// file, the line number and the message.
+template <typename Load>
+void ExpectLineErrors(Load load, const std::string& file, const std::string& good, const std::vector<BadLine>& cases) {
+  for (const BadLine& c : cases) {
+    const std::string path = WriteFile(file, good + "\n\n" + c.line + "\n");
+    EXPECT_THAT(load(path).status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              ::testing::AllOf(HasSubstr(file + ":3"), HasSubstr(c.message))))
+        << c.line;
+  }
 }
 
 search::CheckResult Check(const search::CodeTests& tests, const std::string& candidate) {
@@ -48,11 +66,7 @@ TEST(MbppDatasetTest, ShippedProblemsParseAndTheirReferencesPass) {
 
 TEST(MbppDatasetTest, MalformedLinesGetSpecificErrors) {
   const std::string good = R"({"task_id": 1, "text": "t", "test_list": ["assert True"]})";
-  struct Case {
-    std::string line;
-    std::string message;
-  };
-  const Case cases[] = {
+  ExpectLineErrors(LoadMbpp, "bad.jsonl", good, {
       {"{not json", "not a JSON object"},
       {"[1, 2]", "not a JSON object"},
       {R"({"text": "t", "test_list": ["a"]})", "missing key \"task_id\""},
@@ -66,14 +80,7 @@ TEST(MbppDatasetTest, MalformedLinesGetSpecificErrors) {
       {R"({"task_id": 2, "text": "t", "test_list": [3]})", "non-empty list"},
       {R"({"task_id": 2, "text": "t", "test_list": ["a"], "code": 1})", "\"code\" must be"},
       {good, "appears twice"},
-  };
-  for (const Case& c : cases) {
-    const std::string path = WriteFile("bad.jsonl", good + "\n\n" + c.line + "\n");
-    EXPECT_THAT(LoadMbpp(path).status(),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         ::testing::AllOf(HasSubstr("bad.jsonl:3"), HasSubstr(c.message))))
-        << c.line;
-  }
+  });
   EXPECT_THAT(LoadMbpp("/nonexistent/mbpp.jsonl").status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(LoadMbpp(WriteFile("empty.jsonl", "\n\n")).status(), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
@@ -101,11 +108,7 @@ TEST(AppsDatasetTest, ShippedProblemsParseAndTheirReferencesPass) {
 TEST(AppsDatasetTest, MalformedLinesGetSpecificErrors) {
   const std::string io = R"("input_output": "{\"inputs\": [\"1\\n\"], \"outputs\": [\"1\\n\"]}")";
   const std::string good = R"({"problem_id": 1, "question": "q", )" + io + "}";
-  struct Case {
-    std::string line;
-    std::string message;
-  };
-  const Case cases[] = {
+  ExpectLineErrors(LoadApps, "bad_apps.jsonl", good, {
       {"{not json", "not a JSON object"},
       {R"({"question": "q"})", "missing key \"problem_id\""},
       {R"({"problem_id": -3, "question": "q"})", "non-negative integer"},
@@ -121,14 +124,7 @@ TEST(AppsDatasetTest, MalformedLinesGetSpecificErrors) {
       {R"({"problem_id": 2, "question": "q", "solutions": "[1]", )" + io + "}", "\"solutions\""},
       {R"({"problem_id": 2, "question": "q", "starter_code": 0, )" + io + "}", "\"starter_code\" must be a string"},
       {good, "appears twice"},
-  };
-  for (const Case& c : cases) {
-    const std::string path = WriteFile("bad_apps.jsonl", good + "\n\n" + c.line + "\n");
-    EXPECT_THAT(LoadApps(path).status(),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         ::testing::AllOf(HasSubstr("bad_apps.jsonl:3"), HasSubstr(c.message))))
-        << c.line;
-  }
+  });
   EXPECT_THAT(LoadApps("/nonexistent/apps.jsonl").status(), StatusIs(absl::StatusCode::kNotFound));
   // Only problems without tests: nothing to evaluate.
   EXPECT_THAT(LoadApps(WriteFile("untested.jsonl", R"({"problem_id": 1, "question": "q", "input_output": ""})")).status(),
